@@ -1,0 +1,165 @@
+"""The ranking primitive: tie policies against brute force, NaN, masks, paths."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxrank
+from jaxrank import ranking
+from tests.brute import over_tie_orders, reference
+
+CUTOFF_METRICS = ["precision", "recall", "average_precision", "reciprocal_rank", "success",
+                  "dcg", "ndcg", "err", "rbp", "fallout", "num_rel_ret", "num_ret"]
+ALL_METRICS = CUTOFF_METRICS + ["r_precision"]
+
+
+def _tied_batch(seed, batch=40, n=7, pad=3):
+    """Small lists with many ties, padded with masked items of random score."""
+    rng = np.random.default_rng(seed)
+    scores = rng.integers(0, 3, (batch, n + pad)).astype(float)
+    labels = rng.integers(0, 4, (batch, n + pad))
+    where = np.ones((batch, n + pad), bool)
+    lengths = rng.integers(1, n + 1, batch)
+    for b, length in enumerate(lengths):
+        where[b, length:] = False
+    perm = rng.permuted(np.tile(np.arange(n + pad), (batch, 1)), axis=1)
+    take = lambda a: np.take_along_axis(a, perm, 1)  # masked items sit anywhere
+    return take(scores), take(labels), take(where)
+
+
+def _call(name, scores, labels, where, ranker, k):
+    fn = getattr(jaxrank, name)
+    kwargs = dict(where=where, ranker=ranker)
+    if name != "r_precision":
+        kwargs["k"] = k
+    return np.asarray(fn(scores, labels, **kwargs))
+
+
+@pytest.mark.parametrize("name", ALL_METRICS)
+@pytest.mark.parametrize("k", [None, 3])
+def test_expected_ties_equal_mean_over_all_tie_orders(name, k):
+    scores, labels, where = _tied_batch(seed=hash(name) % 1000)
+    got = _call(name, scores, labels, where, jaxrank.hard("expected"), None if name == "r_precision" else k)
+    for b in range(len(scores)):
+        s, y = scores[b][where[b]], labels[b][where[b]]
+        kw = {} if name == "r_precision" else dict(k=k)
+        want = over_tie_orders(name, s, y, **kw).mean()
+        np.testing.assert_allclose(got[b], want, atol=1e-9, err_msg=f"{name} row {b}")
+
+
+@pytest.mark.parametrize("name", ALL_METRICS)
+def test_optimistic_and_pessimistic_are_max_and_min_over_tie_orders(name):
+    scores, labels, where = _tied_batch(seed=7 + hash(name) % 1000)
+    k = None if name == "r_precision" else 3
+    best = _call(name, scores, labels, where, jaxrank.hard("optimistic"), k)
+    worst = _call(name, scores, labels, where, jaxrank.hard("pessimistic"), k)
+    for b in range(len(scores)):
+        s, y = scores[b][where[b]], labels[b][where[b]]
+        values = over_tie_orders(name, s, y, **({} if k is None else dict(k=k)))
+        np.testing.assert_allclose(best[b], values.max(), atol=1e-9, err_msg=f"{name} row {b}")
+        np.testing.assert_allclose(worst[b], values.min(), atol=1e-9, err_msg=f"{name} row {b}")
+
+
+@pytest.mark.parametrize("name", CUTOFF_METRICS)
+def test_stable_ties_follow_input_order(name):
+    scores, labels, where = _tied_batch(seed=11)
+    got = _call(name, scores, labels, where, jaxrank.hard("stable"), 4)
+    for b in range(len(scores)):
+        s, y = scores[b][where[b]], labels[b][where[b]]
+        order = sorted(range(len(s)), key=lambda i: (-s[i], i))
+        want = reference(name, [y[i] for i in order], k=4)
+        np.testing.assert_allclose(got[b], want, atol=1e-9)
+
+
+def test_constant_scores_get_the_random_ranking_value():
+    labels = jnp.array([1, 1, 0, 0, 0, 0])
+    flat = jnp.zeros(6)
+    rr = jaxrank.reciprocal_rank(flat, labels)
+    # first relevant position J of 2 among 6: E[1/J] = sum_j P(J=j)/j
+    probs = [5 / 15, 4 / 15, 3 / 15, 2 / 15, 1 / 15]
+    assert float(rr) == pytest.approx(sum(p / (j + 1) for j, p in enumerate(probs)))
+    assert float(jaxrank.precision(flat, labels, k=3)) == pytest.approx(2 / 6)
+    assert float(jaxrank.precision(flat, labels[::-1], k=3)) == pytest.approx(2 / 6)
+
+
+def test_expected_ties_are_invariant_to_input_permutation():
+    scores, labels, where = _tied_batch(seed=3)
+    rng = np.random.default_rng(0)
+    perm = rng.permuted(np.tile(np.arange(scores.shape[1]), (len(scores), 1)), axis=1)
+    take = lambda a: np.take_along_axis(a, perm, 1)
+    for name in CUTOFF_METRICS:
+        a = _call(name, scores, labels, where, jaxrank.hard("expected"), 3)
+        b = _call(name, take(scores), take(labels), take(where), jaxrank.hard("expected"), 3)
+        np.testing.assert_allclose(a, b, atol=1e-12, err_msg=name)
+
+
+@pytest.mark.parametrize("ties", ["stable", "expected"])
+def test_top_k_path_equals_full_sort(ties):
+    rng = np.random.default_rng(5)
+    scores = rng.integers(0, 20, (30, 200)).astype(np.float32)  # ties across the cutoff
+    scores[rng.random(scores.shape) < 0.05] = np.nan
+    scores[rng.random(scores.shape) < 0.05] = -np.inf
+    labels = rng.integers(0, 3, scores.shape)
+    where = rng.random(scores.shape) < 0.5
+    where[0, :] = False
+    where[1, 5:] = False  # shorter than the cutoff: NaN and -inf items reach the prefix
+    ranker = jaxrank.hard(ties)
+    full = ranker(scores, where, depth=None)
+    for name in ["precision", "ndcg", "average_precision", "reciprocal_rank", "success"]:
+        fn = getattr(jaxrank, name)
+        fast = fn(scores, labels, k=(1, 10, 30), where=where, ranker=ranker)
+        slow = fn(scores, labels, k=(1, 10, 30), where=where, ranker=full)
+        np.testing.assert_allclose(fast, slow, rtol=1e-6, err_msg=name)
+
+
+def test_nan_scores_rank_below_every_number_then_in_input_order():
+    scores = jnp.array([jnp.nan, -jnp.inf, 0.5, jnp.nan, 2.0])
+    ranks = jaxrank.hard("stable")(scores, depth=None)
+    np.testing.assert_array_equal(ranks.order, [4, 2, 1, 0, 3])
+    top = jaxrank.hard("stable")(scores, depth=4)
+    np.testing.assert_array_equal(top.order, [4, 2, 1, 0])
+
+
+def test_masked_items_are_never_ranked():
+    scores = jnp.array([5.0, 1.0, 3.0, jnp.nan])
+    where = jnp.array([False, True, True, True])
+    ranks = jaxrank.hard("stable")(scores, where, depth=None)
+    np.testing.assert_array_equal(ranks.order[:3], [2, 1, 3])
+    assert int(ranks.n_valid[0]) == 3
+
+
+def test_negative_zero_ties_with_zero():
+    key = ranking.sort_key(jnp.array([-0.0, 0.0]), jnp.array([True, True]))
+    assert int(key[0]) == int(key[1])
+
+
+@pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float16, jnp.float32, jnp.float64])
+def test_low_precision_scores_are_ranked_exactly(dtype):
+    scores = jnp.array([0.1, 3.0, -2.0, 0.1, 7.5], dtype)
+    ranks = jaxrank.hard("stable")(scores, depth=None)
+    np.testing.assert_array_equal(ranks.order, [4, 1, 0, 3, 2])
+    labels = jnp.array([1, 0, 0, 1, 0])
+    assert float(jaxrank.reciprocal_rank(scores, labels, ranker=jaxrank.hard("stable"))) == pytest.approx(1 / 3)
+
+
+def test_device_sort_matches_host_sort():
+    rng = np.random.default_rng(2)
+    scores = rng.integers(-3, 3, (8, 50)).astype(np.float32)
+    key = ranking.sort_key(jnp.asarray(scores), jnp.asarray(rng.random((8, 50)) < 0.8))
+    np.testing.assert_array_equal(ranking._device_argsort(key), ranking._cpu_argsort(key))
+
+
+def test_precomputed_ranks_are_shared_between_metrics():
+    rng = np.random.default_rng(4)
+    scores, labels = rng.standard_normal((3, 20)), rng.integers(0, 3, (3, 20))
+    ranks = jaxrank.hard()(scores, depth=None)
+    np.testing.assert_allclose(jaxrank.ndcg(scores, labels, k=5, ranker=ranks), jaxrank.ndcg(scores, labels, k=5))
+    shallow = jaxrank.hard()(scores, depth=5)
+    with pytest.raises(ValueError, match="first 5 positions"):
+        jaxrank.average_precision(scores, labels, ranker=shallow)
+
+
+def test_unknown_tie_policy_is_rejected():
+    with pytest.raises(ValueError, match="ties must be one of"):
+        jaxrank.hard("random")
