@@ -12,7 +12,7 @@ Conventions shared by every metric (see ``docs/conventions.rst``):
   in rax and torchmetrics.
 * A query without relevant documents scores 0 (trec_eval); choose what it means
   for a mean in :func:`jaxrank.aggregate`.
-* ``ranker`` is :func:`jaxrank.hard` (default: exact ranks, ties ``"expected"``)
+* ``ranker`` is :func:`jaxrank.hard` (default: exact ranks, ties ``"stable"``)
   or a smooth ranker; a precomputed :class:`~jaxrank.ranking.Ranks` may be passed
   to share one ranking pass between several metrics.
 """
@@ -25,7 +25,7 @@ from typing import Callable, Optional, Sequence, Union
 import jax
 import jax.numpy as jnp
 
-from jaxrank.ranking import HardRanks, Ranks, hard
+from jaxrank.ranking import HardRanks, Ranks, hard, row_sum
 
 Array = jax.Array
 Cutoff = Union[None, int, Sequence[int]]
@@ -125,8 +125,8 @@ def _relevant(labels: Array, valid: Array, rel) -> Array:
 
 def _num_relevant(labels, valid, judgments, jvalid, rel) -> Array:
     if judgments is None:
-        return jnp.sum(_relevant(labels, valid, rel), -1)
-    return jnp.sum(_relevant(judgments, jvalid, rel), -1)
+        return row_sum(_relevant(labels, valid, rel))
+    return row_sum(_relevant(judgments, jvalid, rel))
 
 
 def _safe_divide(num: Array, den: Array) -> Array:
@@ -307,7 +307,7 @@ def fallout(
 
     misses = ranks.linear(nonrelevant(labels, valid), _weights(ranks, ks, _ones))
     pool = nonrelevant(labels, valid) if judgments is None else nonrelevant(judgments, jvalid)
-    return _finish(_safe_divide(misses, jnp.sum(pool, -1)), ks, k)
+    return _finish(_safe_divide(misses, row_sum(pool)), ks, k)
 
 
 def success(

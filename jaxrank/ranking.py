@@ -103,7 +103,7 @@ def sort_key(scores: jax.Array, where: jax.Array) -> jax.Array:
     return jnp.where(where, key, jnp.array(info.min, itype))
 
 
-def _host_argsort(key: np.ndarray) -> np.ndarray:
+def _host_order(key: np.ndarray) -> np.ndarray:
     n = key.shape[-1]
     if key.dtype == np.int32:
         # Sorting one int64 per item (key, index) is a plain value sort, which
@@ -115,55 +115,86 @@ def _host_argsort(key: np.ndarray) -> np.ndarray:
     return np.argsort(np.invert(key), axis=-1, kind="stable").astype(np.int32)
 
 
-def _cpu_argsort(key: jax.Array) -> jax.Array:
+def _host_bounds(key_sorted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    n = key_sorted.shape[-1]
+    idx = np.broadcast_to(np.arange(n, dtype=np.int32), key_sorted.shape)
+    differs = key_sorted[..., 1:] != key_sorted[..., :-1]
+    edge = np.ones(key_sorted.shape[:-1] + (1,), bool)
+    start = np.maximum.accumulate(np.where(np.concatenate([edge, differs], -1), idx, 0), axis=-1)
+    last = np.concatenate([differs, edge], -1)
+    end = np.minimum.accumulate(np.where(last, idx + 1, n)[..., ::-1], axis=-1)[..., ::-1]
+    return start.astype(np.int32), np.ascontiguousarray(end, dtype=np.int32)
+
+
+def _host_order_and_bounds(key: np.ndarray):
+    order = _host_order(key)
+    return (order,) + _host_bounds(np.take_along_axis(key, order, -1))
+
+
+def _cpu_argsort(key: jax.Array, bounds: bool = False):
     out = jax.ShapeDtypeStruct(key.shape, jnp.int32)
-    return jax.pure_callback(_host_argsort, out, key, vmap_method="expand_dims")
+    if not bounds:
+        return jax.pure_callback(_host_order, out, key, vmap_method="expand_dims")
+    return jax.pure_callback(_host_order_and_bounds, (out, out, out), key, vmap_method="expand_dims")
 
 
-def _device_argsort(key: jax.Array) -> jax.Array:
+def _device_argsort(key: jax.Array, bounds: bool = False):
     iota = lax.broadcasted_iota(jnp.int32, key.shape, key.ndim - 1)
-    return lax.sort((~key, iota), dimension=key.ndim - 1, num_keys=1, is_stable=True)[1]
+    order = lax.sort((~key, iota), dimension=key.ndim - 1, num_keys=1, is_stable=True)[1]
+    if not bounds:
+        return order
+    start, end = _segment_bounds(jnp.take_along_axis(key, order, -1))
+    return order, start.astype(jnp.int32), end.astype(jnp.int32)
 
 
-def argsort_descending(key: jax.Array) -> jax.Array:
+def argsort_descending(key: jax.Array, bounds: bool = False):
     """Stable descending argsort of integer keys along the last axis.
 
-    XLA's CPU sort is 15-80x slower than numpy's (jax issue #10434), so on the
-    CPU backend the sort runs in numpy through a host callback; elsewhere it is
-    ``lax.sort``.
+    With ``bounds``, also the start (inclusive) and end (exclusive) position of
+    the tie group at each position. XLA's CPU sort is 15-80x slower than
+    numpy's (jax issue #10434), so on the CPU backend the sort runs in numpy
+    through a host callback; elsewhere it is ``lax.sort``.
     """
-    return lax.platform_dependent(key, cpu=_cpu_argsort, default=_device_argsort)
+    return lax.platform_dependent(
+        key,
+        cpu=lambda k: _cpu_argsort(k, bounds),
+        default=lambda k: _device_argsort(k, bounds),
+    )
 
 
-def _top_k_order(scores: jax.Array, key: jax.Array, valid: jax.Array, depth: int):
-    """First ``depth`` positions of the stable descending order, via top_k.
+def _key_as_float(key: jax.Array) -> jax.Array:
+    """Floats whose total order (the one ``lax.top_k`` uses, NaN payloads
+    included) is the order of the integer keys."""
+    ftype = jnp.float64 if key.dtype == jnp.int64 else jnp.float32
+    flip = jnp.array(jnp.iinfo(key.dtype).max, key.dtype)
+    return lax.bitcast_convert_type(jnp.where(key < 0, key ^ flip, key), ftype)
 
-    ``lax.top_k`` is fast only on floats, and breaks ties by index, so it is
-    run on the scores with -inf standing for invalid, NaN and -inf items; the
-    rare lists where such items reach the prefix are completed by a second
-    top_k over just those items (-inf before NaN, then by index).
+
+def _float_as_key(x: jax.Array) -> jax.Array:
+    """Inverse of :func:`_key_as_float`."""
+    itype = jnp.int64 if x.dtype == jnp.float64 else jnp.int32
+    bits = lax.bitcast_convert_type(x, itype)
+    return jnp.where(bits < 0, bits ^ jnp.array(jnp.iinfo(itype).max, itype), bits)
+
+
+def _top_k_order(key: jax.Array, depth: int) -> tuple[jax.Array, jax.Array]:
+    """First ``depth`` positions of the stable descending order of ``key``,
+    and the keys at those positions.
+
+    ``lax.top_k`` is fast only on floats; it orders them totally (NaN payloads
+    too) and breaks ties by index, so it runs exactly on the keys cast to
+    floats with the same order.
     """
-    x = scores if scores.dtype in (jnp.float32, jnp.float64) else scores.astype(jnp.float32)
-    low = jnp.isnan(x) | (x == -jnp.inf)
-    fast = jnp.where(valid & ~low, x, -jnp.inf)
-    _, order = lax.top_k(fast, depth)
-    n_high = jnp.sum(valid & ~low, axis=-1, keepdims=True)
-
-    def complete(order):
-        tier = jnp.where(valid & (x == -jnp.inf), 2.0, jnp.where(valid & jnp.isnan(x), 1.0, 0.0))
-        _, low_order = lax.top_k(tier.astype(jnp.float32), depth)
-        pos = jnp.arange(depth)
-        from_low = jnp.take_along_axis(low_order, jnp.clip(pos - n_high, 0, depth - 1), -1)
-        return jnp.where(pos < n_high, order, from_low)
-
-    needs = jnp.any((n_high < depth) & jnp.any(valid & low, axis=-1, keepdims=True))
-    return lax.cond(needs, complete, lambda o: o, order)
+    # The barrier keeps later slices of the outputs from being folded into
+    # XLA's sort+slice pattern for top_k, which then falls back to a full sort.
+    values, order = lax.optimization_barrier(lax.top_k(_key_as_float(key), depth))
+    return order, _float_as_key(values)
 
 
 def _segment_bounds(key_sorted: jax.Array):
     """Start (inclusive) and end (exclusive) position of each position's tie group."""
     depth = key_sorted.shape[-1]
-    idx = jnp.broadcast_to(jnp.arange(depth), key_sorted.shape)
+    idx = jnp.broadcast_to(jnp.arange(depth, dtype=jnp.int32), key_sorted.shape)
     differs = key_sorted[..., 1:] != key_sorted[..., :-1]
     edge = jnp.ones(key_sorted.shape[:-1] + (1,), bool)
     first = jnp.concatenate([edge, differs], axis=-1)
@@ -173,27 +204,57 @@ def _segment_bounds(key_sorted: jax.Array):
     return start, end
 
 
-def _segmented_cumprod(values: jax.Array, first: jax.Array) -> jax.Array:
-    """Inclusive cumulative product that restarts where ``first`` is true."""
+def _blocked_cumsum(x: jax.Array, block: int = 64) -> jax.Array:
+    """Cumulative sum as two small triangular matmuls (blocks, then block offsets)."""
+    n = x.shape[-1]
+    b = min(block, n)
+    m = -(-n // b) * b
+    xp = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, m - n)])
+    blocks = xp.reshape(x.shape[:-1] + (m // b, b))
+    hi = lax.Precision.HIGHEST
+    within = jnp.matmul(blocks, jnp.triu(jnp.ones((b, b), x.dtype)), precision=hi)
+    offsets = jnp.matmul(within[..., -1], jnp.triu(jnp.ones((m // b, m // b), x.dtype), 1), precision=hi)
+    return (within + offsets[..., None]).reshape(x.shape[:-1] + (m,))[..., :n]
 
-    def combine(a, b):
-        fa, va = a
-        fb, vb = b
-        return fa | fb, jnp.where(fb, vb, va * vb)
 
-    return lax.associative_scan(combine, (first, values), axis=values.ndim - 1)[1]
+def cumsum(x: jax.Array) -> jax.Array:
+    """Inclusive cumulative sum along the last axis.
+
+    XLA's CPU cumsum is ~5x slower than two blocked triangular matmuls
+    (benchmarks/bench_core.py), so the CPU backend uses those.
+    """
+    x = jnp.asarray(x)
+    return lax.platform_dependent(x, cpu=_blocked_cumsum, default=lambda v: jnp.cumsum(v, axis=-1))
 
 
-def _exclusive_cumprod(x: jax.Array) -> jax.Array:
-    ones = jnp.ones(x.shape[:-1] + (1,), x.dtype)
-    return jnp.cumprod(jnp.concatenate([ones, x[..., :-1]], axis=-1), axis=-1)
+def row_sum(x: jax.Array, keepdims: bool = False) -> jax.Array:
+    """Sum over the last axis as a matrix-vector product (in the float dtype).
+
+    XLA's CPU row reductions are several times slower than a matvec
+    (benchmarks/bench_core.py); integer and boolean inputs are summed exactly
+    as floats (up to 2**24 items in float32).
+    """
+    x = jnp.asarray(x)
+    ftype = x.dtype if jnp.issubdtype(x.dtype, jnp.floating) else _float_dtype()
+    ones = jnp.ones((x.shape[-1],), ftype)
+    out = jnp.matmul(x.astype(ftype), ones, precision=lax.Precision.HIGHEST)
+    return out[..., None] if keepdims else out
+
+
+def _exclusive(x: jax.Array) -> jax.Array:
+    """Inclusive running values shifted right by one, starting at 0."""
+    return jnp.concatenate([jnp.zeros(x.shape[:-1] + (1,), x.dtype), x[..., :-1]], axis=-1)
 
 
 def _reduce(h: jax.Array, weights: jax.Array) -> jax.Array:
     """``sum_p h[..., p] * weights[..., p, c]`` without materialising a batch of weights."""
     if weights.ndim == 2:
-        return h @ weights.astype(h.dtype)
+        return jnp.matmul(h, weights.astype(h.dtype), precision=lax.Precision.HIGHEST)
     return jnp.sum(h[..., :, None] * weights, axis=-2)
+
+
+def _take(x: jax.Array, idx: jax.Array) -> jax.Array:
+    return jnp.take_along_axis(x, idx, axis=-1)
 
 
 @jax.tree_util.register_dataclass
@@ -205,12 +266,20 @@ class HardRanks(Ranks):
       order: ``int32[..., depth]``, the item at each position (valid items first).
       n_valid: ``int32[..., 1]``, number of valid items in each list.
       key: ``int[..., n]``, :func:`sort_key` of every item (tie groups).
+      key_sorted: ``int[..., depth]`` or None, the keys in rank order (prefix path).
+      next_key: ``int[..., 1]`` or None, the key just past the prefix (prefix path).
+      start, end: ``int32[..., depth]`` or None, the tie group of each position
+        (computed with the sort on the full path; from the prefix otherwise).
       ties: the tie policy.
     """
 
     order: jax.Array
     n_valid: jax.Array
     key: jax.Array
+    key_sorted: Optional[jax.Array] = None
+    next_key: Optional[jax.Array] = None
+    start: Optional[jax.Array] = None
+    end: Optional[jax.Array] = None
     ties: str = dataclasses.field(metadata=dict(static=True), default="stable")
 
     smooth = False
@@ -231,57 +300,65 @@ class HardRanks(Ranks):
 
     def _sorted(self, v: jax.Array) -> jax.Array:
         v = jnp.broadcast_to(v, self.key.shape)
-        return jnp.take_along_axis(v, self.order, axis=-1) * self._valid_sorted(v.dtype)
+        return _take(v, self.order) * self._valid_sorted(v.dtype)
 
     # Tie groups, in position space ------------------------------------------------
     def _groups(self):
-        key_sorted = jnp.take_along_axis(self.key, self.order, axis=-1)
-        start, end = _segment_bounds(key_sorted)
-        if self.depth < self.size:
-            # The group at the last position may continue past the prefix.
-            last_key = key_sorted[..., -1:]
-            tail = (start == start[..., -1:]) & (self.depth - 1 < self.n_valid)
-            member = self.key == last_key
-            full = start + jnp.sum(member, axis=-1, keepdims=True)
-            end = jnp.where(tail, full, end)
+        """``(start, end, tail, member)``: each position's tie group; for a
+        prefix, ``tail`` marks the group that may continue past it and
+        ``member`` the items of that group."""
+        if self.start is not None:
+            start, end = self.start, self.end
         else:
-            tail, member = None, None
-        return start, end, tail, member
+            start, end = _segment_bounds(self.key_sorted)
+        if self.depth == self.size:
+            return start, end, None, None
+        # The last group spills past the prefix when the next key is equal.
+        spill = (self.key_sorted[..., -1:] == self.next_key) & (self.depth - 1 < self.n_valid)
+        tail = (start == start[..., -1:]) & spill
+
+        def over_members(v):
+            member = (self.key == self.key_sorted[..., -1:]) & spill
+            return row_sum(jnp.where(member, v, 0), keepdims=True)
+
+        full = start + over_members(jnp.ones(self.key.shape, jnp.float32)).astype(start.dtype)
+        return start, jnp.where(tail, full, end), tail, over_members
 
     def _group_sum(self, v: jax.Array, groups) -> jax.Array:
-        start, end, tail, member = groups
-        vs = self._sorted(v)
-        csum = jnp.concatenate([jnp.zeros(vs.shape[:-1] + (1,), vs.dtype), jnp.cumsum(vs, -1)], -1)
-        inside = jnp.take_along_axis(csum, jnp.minimum(end, self.depth), -1) - jnp.take_along_axis(
-            csum, start, -1
-        )
+        start, end, tail, over_members = groups
+        csum = lax.optimization_barrier(cumsum(self._sorted(v)))
+        inside = _take(csum, jnp.minimum(end, self.depth) - 1) - _take(_exclusive(csum), start)
         if tail is None:
             return inside
-        total = jnp.sum(jnp.where(member, jnp.broadcast_to(v, member.shape), 0), -1, keepdims=True)
-        return jnp.where(tail, total, inside)
-
-    def _within_group_order(self, *values: jax.Array):
-        """Reorder sorted values inside each tie group: best first (optimistic)
-        or worst first (pessimistic), by the first value."""
-        start, _, _, _ = self._groups()
-        sign = -1 if self.ties == "optimistic" else 1
-        lead = sign * values[0]
-        dim = start.ndim - 1
-        return lax.sort((start, lead) + values, dimension=dim, num_keys=2)[2:]
+        return jnp.where(tail, over_members(v), inside)
 
     def _prepare(self, *values: jax.Array):
+        """Values in rank order; for optimistic / pessimistic ties, reordered
+        inside each tie group by the first value, descending / ascending."""
         sorted_values = tuple(self._sorted(v) for v in values)
-        if self.ties in ("optimistic", "pessimistic"):
-            sorted_values = self._within_group_order(*sorted_values)
-        return sorted_values
+        if self.ties not in ("optimistic", "pessimistic"):
+            return sorted_values
+        start = self._groups()[0]
+        lead = -sorted_values[0] if self.ties == "optimistic" else sorted_values[0]
+        return lax.sort((start, lead) + sorted_values, dimension=start.ndim - 1, num_keys=2)[2:]
+
+    def _expected_terms(self, g: jax.Array, w: jax.Array):
+        groups = self._groups()
+        start, end = groups[0], groups[1]
+        size = (end - start).astype(g.dtype)
+        ws = self._sorted(w)
+        before = _take(_exclusive(cumsum(ws)), start)
+        within = (jnp.arange(self.depth) - start).astype(g.dtype)
+        sums = [self._group_sum(v, groups) for v in (g, w, g * w)]
+        return size, before, within, sums
 
     # The four operations ---------------------------------------------------------
     def linear(self, g: jax.Array, f: PositionFn) -> jax.Array:
         weights = f(self._positions())
         if self.ties == "expected":
             groups = self._groups()
-            start, end = groups[0], groups[1]
-            h = self._group_sum(g, groups) / (end - start) * self._valid_sorted(g.dtype)
+            size = (groups[1] - groups[0]).astype(g.dtype)
+            h = self._group_sum(g, groups) / size * self._valid_sorted(g.dtype)
         else:
             (h,) = self._prepare(g)
         return _reduce(h, weights)
@@ -289,56 +366,51 @@ class HardRanks(Ranks):
     def count_before(self, g: jax.Array, f: PositionFn, w: jax.Array) -> jax.Array:
         weights = f(self._positions())
         if self.ties == "expected":
-            groups = self._groups()
-            start, end = groups[0], groups[1]
-            size = (end - start).astype(g.dtype)
-            big_g = self._group_sum(g, groups)
-            big_w = self._group_sum(w, groups)
-            big_gw = self._group_sum(g * w, groups)
-            ws = self._sorted(w)
-            before = jnp.take_along_axis(jnp.cumsum(ws, -1) - ws, start, -1)
-            within = jnp.arange(self.depth) - start
+            # Item i of a group of m at within-group position q (uniform) has
+            # E[#w before | q] = W_before + w_i + (W_group - w_i) q / (m - 1).
+            size, before, within, (big_g, big_w, big_gw) = self._expected_terms(g, w)
             frac = jnp.where(size > 1, within / jnp.maximum(size - 1, 1), 0.0)
             h = (big_g * before + big_gw + (big_g * big_w - big_gw) * frac) / size
             h = h * self._valid_sorted(g.dtype)
         else:
             ws, gs = self._prepare(w, g)
-            h = gs * jnp.cumsum(ws, -1)
+            h = gs * cumsum(ws)
         return _reduce(h, weights)
 
     def survival(self, g: jax.Array, f: PositionFn, w: jax.Array) -> jax.Array:
         weights = f(self._positions())
-        if self.ties == "expected":
-            groups = self._groups()
-            start, end = groups[0], groups[1]
-            size = (end - start).astype(g.dtype)
-            big_g = self._group_sum(g, groups)
-            big_w = self._group_sum(w, groups)
-            big_gw = self._group_sum(g * w, groups)
-            ws = self._sorted(w)
-            before = jnp.take_along_axis(jnp.cumsum(ws, -1) - ws, start, -1)
-            within = (jnp.arange(self.depth) - start).astype(g.dtype)
-            first = within == 0
-
-            # C(a, q) / C(size - 1, q): the chance that q random other members
-            # of the group avoid every relevant one.
-            def ratio(a):
-                step = jnp.maximum(a - within + 1, 0) / jnp.maximum(size - within, 1)
-                return _segmented_cumprod(jnp.where(first, 1.0, step).astype(g.dtype), first)
-
-            h = (big_gw * ratio(size - big_w) + (big_g - big_gw) * ratio(size - 1 - big_w)) / size
-            h = h * (before == 0) * self._valid_sorted(g.dtype)
-        else:
+        if self.ties != "expected":
             ws, gs = self._prepare(w, g)
-            h = gs * _exclusive_cumprod(1 - ws)
-        return _reduce(h, weights)
+            return _reduce(gs * (_exclusive(cumsum(ws)) == 0), weights)
+        # Only the first group holding a relevant item matters. There, q random
+        # other members avoid all relevant ones with chance C(a, q) / C(m-1, q),
+        # a = m - W (item relevant) or m - 1 - W (not): a product of steps
+        # (a - j) / (m - 1 - j), summed in logs inside that one group.
+        size, before, within, (big_g, big_w, big_gw) = self._expected_terms(g, w)
+        active = (before == 0) & (big_w > 0) & (within > 0)
+
+        def ratio(a):
+            step = (a - within + 1) / jnp.maximum(size - within, 1)
+            logs = jnp.where(active, jnp.log(jnp.where(step > 0, step, 1.0)), 0.0)
+            return jnp.where(within > a, 0.0, jnp.exp(cumsum(logs)))
+
+        h = (big_gw * ratio(size - big_w) + (big_g - big_gw) * ratio(size - 1 - big_w)) / size
+        return _reduce(h * (before == 0) * self._valid_sorted(g.dtype), weights)
 
     def cascade(self, p: jax.Array, f: PositionFn) -> jax.Array:
         weights = f(self._positions())
         if self.ties != "expected":
             (ps,) = self._prepare(p)
-            return _reduce(ps * _exclusive_cumprod(1 - ps), weights)
+            return _reduce(ps * self._survive(ps), weights)
         return self._expected_cascade(p, weights)
+
+    @staticmethod
+    def _survive(ps: jax.Array) -> jax.Array:
+        """``prod_{q < p} (1 - ps_q)``, through a cumulative sum of logs."""
+        ps = jnp.clip(ps, 0.0, 1.0)
+        stopped = _exclusive(cumsum((ps >= 1).astype(ps.dtype))) > 0
+        logs = jnp.log1p(-jnp.where(ps >= 1, 0.0, ps))
+        return jnp.where(stopped, 0.0, jnp.exp(_exclusive(cumsum(logs))))
 
     def _expected_cascade(self, p: jax.Array, weights: jax.Array) -> jax.Array:
         """Exact mean of the cascade over the orders of every tie group.
@@ -346,18 +418,31 @@ class HardRanks(Ranks):
         With :math:`A_t` the mean of :math:`\\prod (1-p_j)` over a random
         t-subset of a group, a group starting at :math:`s` adds
         :math:`\\Pi_{before} \\sum_q f(s+q+1) (A_q - A_{q+1})`. :math:`A` is
-        built item by item in a scan over positions: O(depth^2) per list.
+        built item by item in a scan over positions, with room for groups of
+        up to ``width`` items: O(depth x width) per list, where ``width`` is
+        the smallest of (1, 32, depth) that holds the largest group.
         """
         if self.depth < self.size:
             raise ValueError("cascade with ties='expected' needs the full ranking (depth=None)")
         start, end, _, _ = self._groups()
+        largest = jnp.max(jnp.where(self._valid_sorted(jnp.int32) > 0, end - start, 1))
+        widths = sorted({1, min(4, self.depth), min(32, self.depth), self.depth})
+        branches = [
+            (lambda w: lambda: self._cascade_scan(p, weights, start, end, w))(w) if w > 1
+            else (lambda: _reduce(self._sorted(p) * self._survive(self._sorted(p)), weights))
+            for w in widths
+        ]
+        index = jnp.sum(largest > jnp.asarray(widths[:-1]))
+        return lax.switch(index, branches)
+
+    def _cascade_scan(self, p, weights, start, end, width: int) -> jax.Array:
         xs = 1 - self._sorted(p)
         valid = self._valid_sorted(p.dtype)
         depth = self.depth
         batch = xs.shape[:-1]
         wts = jnp.broadcast_to(weights, batch + weights.shape[-2:])
         wts = jnp.concatenate([wts, jnp.zeros(batch + (1, wts.shape[-1]), wts.dtype)], -2)
-        t = jnp.arange(depth + 1)
+        t = jnp.arange(width + 1)
 
         def step(carry, inputs):
             a, prod_before, total = carry
@@ -374,18 +459,18 @@ class HardRanks(Ranks):
             diff = jnp.where(t < size, a - nxt, 0.0)
             contribution = jnp.sum(diff[..., None] * f_rows, axis=-2) * prod_before
             total = total + jnp.where(at_end, contribution, 0.0)
-            group_prod = jnp.take_along_axis(a, size, -1)
+            group_prod = jnp.take_along_axis(a, jnp.minimum(size, width), -1)
             prod_before = jnp.where(at_end, prod_before * group_prod, prod_before)
             return (a, prod_before, total), None
 
         init = (
-            jnp.zeros(batch + (depth + 1,), xs.dtype),
+            jnp.zeros(batch + (width + 1,), xs.dtype),
             jnp.ones(batch + (1,), xs.dtype),
             jnp.zeros(batch + (wts.shape[-1],), xs.dtype),
         )
         pos = jnp.broadcast_to(jnp.arange(depth), xs.shape)
         inputs = tuple(jnp.moveaxis(v, -1, 0) for v in (xs, start, end, valid, pos))
-        (_, _, total), _ = lax.scan(step, init, inputs)
+        (_, _, total), _ = lax.scan(step, init, inputs, unroll=8)
         return total
 
 
@@ -404,33 +489,34 @@ class HardRanker:
         valid = jnp.ones(scores.shape, bool) if where is None else jnp.asarray(where, bool)
         n = scores.shape[-1]
         key = sort_key(scores, valid)
-        n_valid = jnp.sum(valid, axis=-1, keepdims=True, dtype=jnp.int32)
-        use_top_k = (
-            depth is not None
-            and depth < n
-            and depth <= TOP_K_MAX_DEPTH
-            and self.ties in ("stable", "expected")
-        )
-        if use_top_k:
-            order = _top_k_order(scores, key, valid, depth)
-        else:
-            order = argsort_descending(key)
-        return HardRanks(order=order.astype(jnp.int32), n_valid=n_valid, key=key, ties=self.ties)
-
-
-def hard(ties: Ties = "expected") -> HardRanker:
+        n_valid = row_sum(valid, keepdims=True).astype(jnp.int32)
+        top_k = depth is not None and depth < n and depth <= TOP_K_MAX_DEPTH and self.ties in ("stable", "expected")
+        if top_k:
+            order, key_sorted = _top_k_order(key, depth + 1)
+            return HardRanks(
+                order[..., :depth], n_valid, key, key_sorted[..., :depth], key_sorted[..., depth:], ties=self.ties
+            )
+        if self.ties == "stable":
+            return HardRanks(argsort_descending(key), n_valid, key, ties=self.ties)
+        order, start, end = argsort_descending(key, bounds=True)
+        return HardRanks(order, n_valid, key, start=start, end=end, ties=self.ties)
+def hard(ties: Ties = "stable") -> HardRanker:
     """The exact ranker.
 
     Valid items are ranked by score, descending; invalid items get no rank and
     are never counted. NaN scores rank below every number (``-inf`` included),
     in input order. What equal scores mean is set by ``ties``:
 
-    * ``"expected"`` (default): every metric is the exact mean over all orders
-      of each tie group (McSherry & Najork, 2008). A model that scores every
-      item alike gets the random-ranking value, whatever the input order.
-    * ``"stable"``: the earlier input index ranks first. With documents
-      pre-ordered by docno descending this reproduces trec_eval, and it is
-      what rax and torchmetrics do in practice.
+    * ``"stable"`` (default): the earlier input index ranks first. This is what
+      rax, torchmetrics and TF-Ranking (unshuffled) do, and, with documents
+      pre-ordered by docno descending (as :mod:`jaxrank.trec` does), exactly
+      what trec_eval does. It is also the fastest: no tie-group bookkeeping.
+    * ``"expected"``: every metric is the exact mean over all orders of each
+      tie group (McSherry & Najork, 2008). A model that scores every item
+      alike gets the random-ranking value, whatever the input order: use it
+      for validation when scores can tie (quantised or bfloat16 scores, a
+      collapsed model). It costs a few extra passes over the list, and
+      ``err`` an O(n x largest tie group) scan.
     * ``"optimistic"`` / ``"pessimistic"``: the largest / smallest value of the
       metric over the orders of each tie group (the group is ordered by the
       metric's item weight, e.g. relevance, descending / ascending). For
@@ -440,7 +526,8 @@ def hard(ties: Ties = "expected") -> HardRanker:
       ties: the tie policy.
 
     Returns:
-      A ranker: ``ranker(scores, where, depth=None) -> HardRanks``.
+      A ranker: ``ranker(scores, where, depth=None) -> HardRanks``. ``depth``
+      asks for the first ``depth`` positions only (``lax.top_k`` when small).
 
     Example:
       >>> import jax.numpy as jnp, jaxrank

@@ -75,12 +75,15 @@ def test_stable_ties_follow_input_order(name):
 def test_constant_scores_get_the_random_ranking_value():
     labels = jnp.array([1, 1, 0, 0, 0, 0])
     flat = jnp.zeros(6)
-    rr = jaxrank.reciprocal_rank(flat, labels)
+    expected = jaxrank.hard("expected")
+    rr = jaxrank.reciprocal_rank(flat, labels, ranker=expected)
     # first relevant position J of 2 among 6: E[1/J] = sum_j P(J=j)/j
     probs = [5 / 15, 4 / 15, 3 / 15, 2 / 15, 1 / 15]
     assert float(rr) == pytest.approx(sum(p / (j + 1) for j, p in enumerate(probs)))
-    assert float(jaxrank.precision(flat, labels, k=3)) == pytest.approx(2 / 6)
-    assert float(jaxrank.precision(flat, labels[::-1], k=3)) == pytest.approx(2 / 6)
+    assert float(jaxrank.precision(flat, labels, k=3, ranker=expected)) == pytest.approx(2 / 6)
+    assert float(jaxrank.precision(flat, labels[::-1], k=3, ranker=expected)) == pytest.approx(2 / 6)
+    # the default ("stable") follows input order instead
+    assert float(jaxrank.precision(flat, labels, k=3)) == pytest.approx(2 / 3)
 
 
 def test_expected_ties_are_invariant_to_input_permutation():

@@ -1,0 +1,142 @@
+"""Core metrics benchmark: jaxrank beside its floors and its peers, in one process.
+
+Times, on a [batch, n] batch of float32 scores and integer labels 0..4:
+  * ``ndcg(k=10)`` alone, default tie policy and ``"stable"``;
+  * every hard metric together with ``k=(5, 10, 20, 100, 1000)``, one ranking
+    pass shared through a precomputed ``Ranks``;
+  * the floors ``lax.top_k(scores, 10)`` and ``numpy.argsort(scores)``;
+  * the peers that are installed: pytrec_eval (ndcg_cut.10), ranx (ndcg@10),
+    scikit-learn (ndcg_score, k=10), torchmetrics (RetrievalNormalizedDCG, top_k=10).
+
+Compile time (first call minus the median run) is reported apart from run
+time; run times are medians over ``--repeats`` runs. Ratios are to the floors.
+
+    python benchmarks/bench_core.py [--batch 2000] [--n 1000] [--repeats 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+import jaxrank
+
+CUTS = (5, 10, 20, 100, 1000)
+
+
+def _time(fn, repeats):
+    t0 = time.perf_counter()
+    jax.block_until_ready(fn())
+    first = time.perf_counter() - t0
+    runs = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn())
+        runs.append(time.perf_counter() - t0)
+    median = statistics.median(runs)
+    return median, max(first - median, 0.0)
+
+
+def all_metrics(scores, labels, ranker):
+    ranks = ranker(scores, depth=None)
+    cut = dict(k=CUTS, ranker=ranks)
+    return [
+        jaxrank.precision(scores, labels, **cut),
+        jaxrank.recall(scores, labels, **cut),
+        jaxrank.average_precision(scores, labels, **cut),
+        jaxrank.reciprocal_rank(scores, labels, **cut),
+        jaxrank.dcg(scores, labels, **cut),
+        jaxrank.ndcg(scores, labels, **cut),
+        jaxrank.success(scores, labels, **cut),
+        jaxrank.err(scores, labels, **cut),
+        jaxrank.rbp(scores, labels, **cut),
+        jaxrank.fallout(scores, labels, **cut),
+        jaxrank.num_ret(scores, labels, **cut),
+        jaxrank.num_rel_ret(scores, labels, **cut),
+        jaxrank.r_precision(scores, labels, ranker=ranks),
+        jaxrank.num_rel(scores, labels),
+    ]
+
+
+def peers(scores, labels, repeats):
+    rows = []
+    batch, n = scores.shape
+    if importlib.util.find_spec("pytrec_eval"):
+        import pytrec_eval
+
+        qrels = {f"q{b}": {f"d{i}": int(labels[b, i]) for i in range(n)} for b in range(batch)}
+        run = {f"q{b}": {f"d{i}": float(scores[b, i]) for i in range(n)} for b in range(batch)}
+        evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"})
+        rows.append(("pytrec_eval ndcg_cut.10 (evaluate only)", *_time(lambda: evaluator.evaluate(run), repeats)))
+    if importlib.util.find_spec("ranx"):
+        from ranx.metrics import ndcg as ranx_ndcg
+
+        order = np.argsort(-scores, axis=1, kind="stable")
+        # ranx's numba kernels take qrels and runs as sorted (doc id, score) arrays
+        qrels_arr = [np.stack([np.arange(n, dtype=np.float64), labels[b].astype(np.float64)], 1) for b in range(batch)]
+        run_arr = [np.stack([order[b].astype(np.float64), scores[b, order[b]].astype(np.float64)], 1) for b in range(batch)]
+        from numba.typed import List
+
+        q, r = List(qrels_arr), List(run_arr)
+        rows.append(("ranx ndcg@10 (numba, presorted run)", *_time(lambda: ranx_ndcg(q, r, 10), repeats)))
+    if importlib.util.find_spec("sklearn"):
+        from sklearn.metrics import ndcg_score
+
+        rows.append(("scikit-learn ndcg_score(k=10)", *_time(lambda: ndcg_score(labels, scores, k=10), repeats)))
+    if importlib.util.find_spec("torchmetrics"):
+        import torch
+        from torchmetrics.functional.retrieval import retrieval_normalized_dcg
+
+        ts, tl = torch.from_numpy(scores), torch.from_numpy(labels)
+
+        def tm():
+            return [retrieval_normalized_dcg(ts[b], tl[b], top_k=10) for b in range(batch)]
+
+        rows.append(("torchmetrics retrieval_normalized_dcg(top_k=10), loop", *_time(tm, max(1, repeats // 3))))
+    return rows
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch", type=int, default=2000)
+    parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--no-peers", action="store_true")
+    args = parser.parse_args(argv)
+
+    rng = np.random.default_rng(0)
+    scores_np = rng.standard_normal((args.batch, args.n)).astype(np.float32)
+    labels_np = rng.integers(0, 5, (args.batch, args.n)).astype(np.int32)
+    scores, labels = jnp.asarray(scores_np), jnp.asarray(labels_np)
+
+    top_k = jax.jit(lambda s: lax.top_k(s, 10))
+    floor_topk, c_topk = _time(lambda: top_k(scores), args.repeats)
+    floor_sort, _ = _time(lambda: np.argsort(scores_np, axis=-1), args.repeats)
+    rows = [("lax.top_k(scores, 10)", floor_topk, c_topk), ("numpy.argsort(scores)", floor_sort, 0.0)]
+    for ties in ("expected", "stable"):
+        ranker = jaxrank.hard(ties)
+        label = "default" if ties == "expected" else ties
+        ndcg10 = jax.jit(lambda s, y, r=ranker: jaxrank.ndcg(s, y, k=10, ranker=r))
+        rows.append((f"jaxrank ndcg(k=10), ties={ties} ({label})", *_time(lambda: ndcg10(scores, labels), args.repeats)))
+        every = jax.jit(lambda s, y, r=ranker: all_metrics(s, y, r))
+        rows.append((f"jaxrank all metrics, k={CUTS}, ties={ties}", *_time(lambda: every(scores, labels), args.repeats)))
+    if not args.no_peers:
+        rows += peers(scores_np, labels_np, args.repeats)
+
+    print(f"# [{args.batch}, {args.n}] float32 scores, labels 0..4, backend={jax.default_backend()}, "
+          f"median of {args.repeats} runs\n")
+    print("| what | run (ms) | compile (ms) | / top_k | / argsort |")
+    print("|---|---:|---:|---:|---:|")
+    for name, run, compile_s in rows:
+        print(f"| {name} | {run * 1e3:.1f} | {compile_s * 1e3:.0f} | {run / floor_topk:.2f} | {run / floor_sort:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
