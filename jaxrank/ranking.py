@@ -30,7 +30,9 @@ and is trivial otherwise. ``f`` maps positions of shape ``[..., P]`` to weights
 from __future__ import annotations
 
 import abc
+import concurrent.futures
 import dataclasses
+import os
 from typing import Callable, Literal, Optional
 
 import jax
@@ -103,7 +105,27 @@ def sort_key(scores: jax.Array, where: jax.Array) -> jax.Array:
     return jnp.where(where, key, jnp.array(info.min, itype))
 
 
+_POOL: Optional[concurrent.futures.ThreadPoolExecutor] = None
+_THREADS = max(1, min(8, os.cpu_count() or 1))
+
+
+def _in_threads(fn, x: np.ndarray) -> np.ndarray:
+    """``fn`` over row blocks of ``x`` on a few threads (numpy's sort releases the GIL)."""
+    global _POOL
+    rows = x.reshape(-1, x.shape[-1])
+    if _THREADS == 1 or rows.shape[0] < 2 * _THREADS or x.size < 1 << 16:
+        return fn(x)
+    if _POOL is None:
+        _POOL = concurrent.futures.ThreadPoolExecutor(_THREADS, thread_name_prefix="jaxrank-sort")
+    parts = np.array_split(rows, _THREADS)
+    return np.concatenate(list(_POOL.map(fn, parts))).reshape(x.shape)
+
+
 def _host_order(key: np.ndarray) -> np.ndarray:
+    return _in_threads(_host_order_rows, key)
+
+
+def _host_order_rows(key: np.ndarray) -> np.ndarray:
     n = key.shape[-1]
     if key.dtype == np.int32:
         # Sorting one int64 per item (key, index) is a plain value sort, which
