@@ -122,7 +122,9 @@ def _in_threads(fn, x: np.ndarray) -> np.ndarray:
 
 
 def _host_order(key: np.ndarray) -> np.ndarray:
-    return _in_threads(_host_order_rows, key)
+    # Callbacks may receive jax arrays; any jax op from inside a callback can
+    # deadlock the CPU runtime, so everything here is numpy.
+    return _in_threads(_host_order_rows, np.asarray(key))
 
 
 def _host_order_rows(key: np.ndarray) -> np.ndarray:
@@ -149,15 +151,25 @@ def _host_bounds(key_sorted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _host_order_and_bounds(key: np.ndarray):
+    key = np.asarray(key)
     order = _host_order(key)
     return (order,) + _host_bounds(np.take_along_axis(key, order, -1))
 
 
+def _joined(host_fn):
+    """``host_fn`` on int64 keys passed as int32 pairs (see :func:`_cpu_argsort`)."""
+    return lambda pairs: host_fn(np.ascontiguousarray(pairs, np.int32).view(np.int64)[..., 0])
+
+
 def _cpu_argsort(key: jax.Array, bounds: bool = False):
     out = jax.ShapeDtypeStruct(key.shape, jnp.int32)
-    if not bounds:
-        return jax.pure_callback(_host_order, out, key, vmap_method="expand_dims")
-    return jax.pure_callback(_host_order_and_bounds, (out, out, out), key, vmap_method="expand_dims")
+    host_fn = _host_order_and_bounds if bounds else _host_order
+    if key.dtype == jnp.int64:
+        # XLA may run the callback on a thread where a `with jax.enable_x64(True)` block is
+        # not in force; int64 operands would reach it truncated to int32. Int32 pairs do not.
+        host_fn, key = _joined(host_fn), lax.bitcast_convert_type(key, jnp.int32)
+    outs = (out, out, out) if bounds else out
+    return jax.pure_callback(host_fn, outs, key, vmap_method="expand_dims")
 
 
 def _device_argsort(key: jax.Array, bounds: bool = False):

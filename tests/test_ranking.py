@@ -166,3 +166,22 @@ def test_precomputed_ranks_are_shared_between_metrics():
 def test_unknown_tie_policy_is_rejected():
     with pytest.raises(ValueError, match="ties must be one of"):
         jaxrank.hard("random")
+
+
+def test_concurrent_host_sorts_in_one_jit_finish():
+    """Two full sorts (scores and the nDCG ideal) run as concurrent host callbacks
+    on the threaded sort; this once deadlocked, so it runs in a subprocess with a timeout."""
+    import subprocess
+    import sys
+
+    code = (
+        "import jax, jax.numpy as jnp, numpy as np, jaxrank\n"
+        "rng = np.random.default_rng(0)\n"
+        "s = jnp.asarray(rng.standard_normal((256, 1024)), jnp.float32)\n"
+        "y = jnp.asarray(rng.integers(0, 5, (256, 1024)))\n"
+        "f = jax.jit(lambda s, y: jaxrank.ndcg(s, y, k=(5, 1024)))\n"
+        "for _ in range(10): jax.block_until_ready(f(s, y))\n"
+        "print('finished')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "finished" in out.stdout, out.stderr
