@@ -520,12 +520,20 @@ class HardRanker:
         self, scores: jax.Array, where: Optional[jax.Array] = None, *, depth: Optional[int] = None
     ) -> HardRanks:
         scores = jnp.asarray(scores)
-        valid = jnp.ones(scores.shape, bool) if where is None else jnp.asarray(where, bool)
         n = scores.shape[-1]
+        if where is None:
+            valid = jnp.ones(scores.shape, bool)
+            n_valid = jnp.full(scores.shape[:-1] + (1,), n, jnp.int32)
+        else:
+            valid = jnp.asarray(where, bool)
+            n_valid = row_sum(valid, keepdims=True).astype(jnp.int32)
         key = sort_key(scores, valid)
-        n_valid = row_sum(valid, keepdims=True).astype(jnp.int32)
         top_k = depth is not None and depth < n and depth <= TOP_K_MAX_DEPTH and self.ties in ("stable", "expected")
+        if top_k and self.ties == "stable":
+            order, _ = _top_k_order(key, depth)
+            return HardRanks(order, n_valid, key, ties=self.ties)
         if top_k:
+            # one position more, to see whether the last tie group goes on
             order, key_sorted = _top_k_order(key, depth + 1)
             return HardRanks(
                 order[..., :depth], n_valid, key, key_sorted[..., :depth], key_sorted[..., depth:], ties=self.ties
@@ -534,6 +542,8 @@ class HardRanker:
             return HardRanks(argsort_descending(key), n_valid, key, ties=self.ties)
         order, start, end = argsort_descending(key, bounds=True)
         return HardRanks(order, n_valid, key, start=start, end=end, ties=self.ties)
+
+
 def hard(ties: Ties = "stable") -> HardRanker:
     """The exact ranker.
 
