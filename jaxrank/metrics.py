@@ -101,8 +101,9 @@ def _ranks(ranker, scores, valid, depth: Optional[int]) -> Ranks:
     return ranker(scores, valid, depth=depth)
 
 
-def _finish(values: Array, ks: Optional[tuple[int, ...]], k: Cutoff) -> Array:
-    if k is None or not isinstance(k, (list, tuple)):
+def _finish(values: Array, k: Cutoff) -> Array:
+    """Drop the cutoff axis unless ``k`` was a sequence."""
+    if not isinstance(k, (list, tuple)):
         return values[..., 0]
     return values
 
@@ -173,7 +174,7 @@ def num_ret(scores, labels, *, k: Cutoff = None, where=None, ranker=_DEFAULT_RAN
     ks = _cutoffs(k)
     scores, labels, valid, _, _ = _inputs(scores, labels, where, None, None)
     ranks = _ranks(ranker, scores, valid, None if ks is None else max(ks))
-    return _finish(ranks.linear(valid.astype(labels.dtype), _weights(ranks, ks, _ones)), ks, k)
+    return _finish(ranks.linear(valid.astype(labels.dtype), _weights(ranks, ks, _ones)), k)
 
 
 def num_rel(
@@ -205,7 +206,7 @@ def num_rel_ret(
     ks = _cutoffs(k)
     scores, labels, valid, _, _ = _inputs(scores, labels, where, None, None)
     ranks = _ranks(ranker, scores, valid, None if ks is None else max(ks))
-    return _finish(ranks.linear(_relevant(labels, valid, rel), _weights(ranks, ks, _ones)), ks, k)
+    return _finish(ranks.linear(_relevant(labels, valid, rel), _weights(ranks, ks, _ones)), k)
 
 
 # Set and cutoff metrics -----------------------------------------------------------------
@@ -239,8 +240,8 @@ def precision(
     hits = ranks.linear(_relevant(labels, valid, rel), f)
     if ks is None or adaptive:
         retrieved = ranks.linear(valid.astype(labels.dtype), f)
-        return _finish(_safe_divide(hits, retrieved), ks, k)
-    return _finish(hits / jnp.asarray(ks, hits.dtype), ks, k)
+        return _finish(_safe_divide(hits, retrieved), k)
+    return _finish(hits / jnp.asarray(ks, hits.dtype), k)
 
 
 def recall(
@@ -272,7 +273,7 @@ def recall(
     scores, labels, valid, judgments, jvalid = _inputs(scores, labels, where, judgments, judgments_where)
     ranks = _ranks(ranker, scores, valid, None if ks is None else max(ks))
     hits = ranks.linear(_relevant(labels, valid, rel), _weights(ranks, ks, _ones))
-    return _finish(_safe_divide(hits, _num_relevant(labels, valid, judgments, jvalid, rel)), ks, k)
+    return _finish(_safe_divide(hits, _num_relevant(labels, valid, judgments, jvalid, rel)), k)
 
 
 def fallout(
@@ -307,7 +308,7 @@ def fallout(
 
     misses = ranks.linear(nonrelevant(labels, valid), _weights(ranks, ks, _ones))
     pool = nonrelevant(labels, valid) if judgments is None else nonrelevant(judgments, jvalid)
-    return _finish(_safe_divide(misses, row_sum(pool)), ks, k)
+    return _finish(_safe_divide(misses, row_sum(pool)), k)
 
 
 def success(
@@ -326,7 +327,7 @@ def success(
     scores, labels, valid, _, _ = _inputs(scores, labels, where, None, None)
     ranks = _ranks(ranker, scores, valid, None if ks is None else max(ks))
     relevant = _relevant(labels, valid, rel)
-    return _finish(ranks.survival(relevant, _weights(ranks, ks, _ones), relevant), ks, k)
+    return _finish(ranks.survival(relevant, _weights(ranks, ks, _ones), relevant), k)
 
 
 def reciprocal_rank(
@@ -347,7 +348,7 @@ def reciprocal_rank(
     scores, labels, valid, _, _ = _inputs(scores, labels, where, None, None)
     ranks = _ranks(ranker, scores, valid, None if ks is None else max(ks))
     relevant = _relevant(labels, valid, rel)
-    return _finish(ranks.survival(relevant, _weights(ranks, ks, _inverse), relevant), ks, k)
+    return _finish(ranks.survival(relevant, _weights(ranks, ks, _inverse), relevant), k)
 
 
 def average_precision(
@@ -379,7 +380,7 @@ def average_precision(
     ranks = _ranks(ranker, scores, valid, None if ks is None else max(ks))
     relevant = _relevant(labels, valid, rel)
     total = ranks.count_before(relevant, _weights(ranks, ks, _inverse), relevant)
-    return _finish(_safe_divide(total, _num_relevant(labels, valid, judgments, jvalid, rel)), ks, k)
+    return _finish(_safe_divide(total, _num_relevant(labels, valid, judgments, jvalid, rel)), k)
 
 
 def r_precision(
@@ -397,8 +398,8 @@ def r_precision(
 
     .. math:: RP = \\frac{1}{R} \\sum_i [y_i \\ge rel]\\,[r_i \\le R]
 
-    ``mult`` measures at :math:`\\lfloor mult \\cdot R + 0.5 \\rfloor` instead
-    (trec_eval's ``Rprec_mult``), dividing by that cutoff.
+    ``mult`` measures at :math:`\\lfloor mult \\cdot R + 0.9 \\rfloor` instead
+    (trec_eval's ``Rprec_mult``, which rounds this way), dividing by that cutoff.
 
     Example:
       >>> import jaxrank
@@ -408,7 +409,7 @@ def r_precision(
     scores, labels, valid, judgments, jvalid = _inputs(scores, labels, where, judgments, judgments_where)
     ranks = _ranks(ranker, scores, valid, None)
     big_r = _num_relevant(labels, valid, judgments, jvalid, rel)
-    cut = jnp.floor(mult * big_r + 0.5) if mult != 1.0 else big_r
+    cut = jnp.floor(mult * big_r + 0.9) if mult != 1.0 else big_r
 
     def f(pos):
         return ranks.cutoff(pos[..., None], cut[..., None, None])
@@ -445,7 +446,7 @@ def dcg(
     scores, labels, valid, _, _ = _inputs(scores, labels, where, None, None)
     ranks = _ranks(ranker, scores, valid, None if ks is None else max(ks))
     gains = jnp.where(valid, gain_fn(labels), 0)
-    return _finish(ranks.linear(gains, _weights(ranks, ks, discount_fn)), ks, k)
+    return _finish(ranks.linear(gains, _weights(ranks, ks, discount_fn)), k)
 
 
 def ndcg(
@@ -471,8 +472,7 @@ def ndcg(
       >>> round(float(jaxrank.ndcg([0.3, 0.2, 0.1], [0, 1, 0])), 5)  # (1/log2 3) / 1
       0.63093
     """
-    ks = _cutoffs(k)
-    _gain_fn(gain), _discount_fn(discount)
+    _cutoffs(k), _gain_fn(gain), _discount_fn(discount)  # fail early on bad arguments
     scores, labels, valid, judgments, jvalid = _inputs(scores, labels, where, judgments, judgments_where)
     actual = dcg(scores, labels, k=k, where=valid, ranker=ranker, gain=gain, discount=discount)
     ideal_labels, ideal_valid = (labels, valid) if judgments is None else (judgments, jvalid)
@@ -514,7 +514,7 @@ def err(
     depth = None if ks is None or getattr(ranker, "ties", None) == "expected" else max(ks)
     ranks = _ranks(ranker, scores, valid, depth)
     stop = jnp.where(valid, (jnp.exp2(jnp.maximum(labels, 0)) - 1) / jnp.exp2(max_label), 0)
-    return _finish(ranks.cascade(stop, _weights(ranks, ks, _inverse)), ks, k)
+    return _finish(ranks.cascade(stop, _weights(ranks, ks, _inverse)), k)
 
 
 def rbp(
@@ -545,4 +545,4 @@ def rbp(
     def decay(pos):
         return (1 - p) * jnp.power(p, pos - 1)
 
-    return _finish(ranks.linear(_relevant(labels, valid, rel), _weights(ranks, ks, decay)), ks, k)
+    return _finish(ranks.linear(_relevant(labels, valid, rel), _weights(ranks, ks, decay)), k)
