@@ -32,6 +32,8 @@ from __future__ import annotations
 import abc
 import concurrent.futures
 import dataclasses
+import functools
+import math
 import os
 from typing import Callable, Literal, Optional
 
@@ -451,23 +453,59 @@ class HardRanks(Ranks):
 
         With :math:`A_t` the mean of :math:`\\prod (1-p_j)` over a random
         t-subset of a group, a group starting at :math:`s` adds
-        :math:`\\Pi_{before} \\sum_q f(s+q+1) (A_q - A_{q+1})`. :math:`A` is
-        built item by item in a scan over positions, with room for groups of
-        up to ``width`` items: O(depth x width) per list, where ``width`` is
-        the smallest of (1, 32, depth) that holds the largest group.
+        :math:`\\Pi_{before} \\sum_q f(s+q+1) (A_q - A_{q+1})`.
+        :math:`A_t = e_t / \\binom{m}{t}`, :math:`e_t` the elementary symmetric
+        polynomials of the group's :math:`1 - p`. The branch is picked by the
+        largest tie group in the batch: none (the stable cascade), up to 8
+        items (polynomials built from shifted copies of the list, O(n w^2)),
+        or larger (a scan over positions, O(n w)).
         """
         if self.depth < self.size:
             raise ValueError("cascade with ties='expected' needs the full ranking (depth=None)")
         start, end, _, _ = self._groups()
         largest = jnp.max(jnp.where(self._valid_sorted(jnp.int32) > 0, end - start, 1))
-        widths = sorted({1, min(4, self.depth), min(32, self.depth), self.depth})
-        branches = [
-            (lambda w: lambda: self._cascade_scan(p, weights, start, end, w))(w) if w > 1
-            else (lambda: _reduce(self._sorted(p) * self._survive(self._sorted(p)), weights))
-            for w in widths
-        ]
+        ps = self._sorted(p)
+        widths = sorted({1, min(2, self.depth), min(8, self.depth), self.depth})
+        branches = []
+        for w in widths:
+            if w == 1:
+                branches.append(lambda: _reduce(ps * self._survive(ps), weights))
+            elif w <= 8:
+                branches.append(functools.partial(self._cascade_shifted, ps, weights, start, end, w))
+            else:
+                branches.append(functools.partial(self._cascade_scan, p, weights, start, end, w))
         index = jnp.sum(largest > jnp.asarray(widths[:-1]))
         return lax.switch(index, branches)
+
+    def _cascade_shifted(self, ps, weights, start, end, width: int) -> jax.Array:
+        depth = self.depth
+        xs = 1 - ps
+        size = end - start
+        pos = jnp.arange(depth)
+        first = start == pos
+
+        def shift(v, j):  # v[..., p + j], zero past the end
+            pad = jnp.zeros(v.shape[:-1] + (j,) + v.shape[v.ndim :], v.dtype)
+            return jnp.concatenate([v[..., j:], pad], axis=-1) if j else v
+
+        coeffs = [jnp.ones_like(xs)] + [jnp.zeros_like(xs) for _ in range(width)]
+        for j in range(width):
+            x = jnp.where(j < size, shift(xs, j), 1.0)
+            add = j < size
+            coeffs = [coeffs[0]] + [
+                jnp.where(add, coeffs[t] + x * coeffs[t - 1], coeffs[t]) for t in range(1, width + 1)
+            ]
+        binom = np.array([[math.comb(m, t) for t in range(width + 1)] for m in range(width + 1)], float)
+        table = jnp.asarray(binom, xs.dtype)[jnp.clip(size, 0, width)]
+        mean = [coeffs[t] / jnp.maximum(table[..., t], 1.0) for t in range(width + 1)]
+        total = 0.0
+        for q in range(width):
+            pad = jnp.zeros(weights.shape[:-2] + (q, weights.shape[-1]), weights.dtype)
+            rows = jnp.concatenate([weights[..., q:, :], pad], -2)
+            step = jnp.where(q < size, mean[q] - mean[q + 1], 0.0)
+            total = total + step[..., None] * rows
+        keep = (first * self._valid_sorted(xs.dtype) * self._survive(ps))[..., None]
+        return jnp.sum(keep * total, axis=-2)
 
     def _cascade_scan(self, p, weights, start, end, width: int) -> jax.Array:
         xs = 1 - self._sorted(p)

@@ -185,3 +185,27 @@ def test_concurrent_host_sorts_in_one_jit_finish():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and "finished" in out.stdout, out.stderr
+
+
+def test_expected_err_over_a_tie_group_larger_than_the_shifted_branch():
+    """Nine tied items take the scan branch; brute force over distinct label orders
+    (uniform over permutations is uniform over distinct orders of the multiset)."""
+    import itertools
+
+    labels = np.array([0, 0, 0, 0, 0, 1, 1, 2, 3])
+    scores = np.zeros(9)
+    got = float(jaxrank.err(scores, labels, ranker=jaxrank.hard("expected")))
+    orders = set(itertools.permutations(labels.tolist()))
+    want = np.mean([reference("err", list(o)) for o in orders])
+    np.testing.assert_allclose(got, want, rtol=1e-9)
+
+
+def test_expected_cascade_branches_agree():
+    scores, labels, where = _tied_batch(seed=21)
+    ranks = jaxrank.hard("expected")(scores, where, depth=None)
+    p = jnp.where(where, (2.0 ** labels - 1) / 16, 0.0)
+    weights = 1.0 / jnp.arange(1, ranks.depth + 1)[:, None]
+    start, end, _, _ = ranks._groups()
+    shifted = ranks._cascade_shifted(ranks._sorted(p), weights, start, end, 8)
+    scanned = ranks._cascade_scan(p, weights, start, end, ranks.depth)
+    np.testing.assert_allclose(shifted, scanned, rtol=1e-10)
