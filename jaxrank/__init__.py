@@ -1,6 +1,7 @@
 """jaxrank: ranking metrics for JAX, exact and differentiable, over one ranking primitive."""
 
 from jaxrank.aggregate import aggregate
+from jaxrank.evaluate import evaluate
 from jaxrank.metrics import (
     average_precision,
     dcg,
@@ -18,10 +19,48 @@ from jaxrank.metrics import (
     success,
 )
 from jaxrank.ranking import HardRanker, HardRanks, Ranks, hard
+from jaxrank import losses
+from jaxrank.soft import (
+    ApproxRanker,
+    ApproxRanks,
+    GumbelRanker,
+    GumbelRanks,
+    NeuralSortRanker,
+    PermutationRanks,
+    PointRanks,
+    SoftRanker,
+    SoftRanks,
+    SoftSortRanker,
+    approx,
+    gumbel,
+    neuralsort,
+    soft_cutoff,
+    soft_ranks,
+    softrank,
+    softsort,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ApproxRanker",
+    "ApproxRanks",
+    "GumbelRanker",
+    "GumbelRanks",
+    "NeuralSortRanker",
+    "PermutationRanks",
+    "PointRanks",
+    "SoftRanker",
+    "SoftRanks",
+    "SoftSortRanker",
+    "approx",
+    "gumbel",
+    "losses",
+    "neuralsort",
+    "soft_cutoff",
+    "soft_ranks",
+    "softrank",
+    "softsort",
     "HardRanker",
     "HardRanks",
     "Ranks",
@@ -29,6 +68,7 @@ __all__ = [
     "average_precision",
     "dcg",
     "err",
+    "evaluate",
     "fallout",
     "hard",
     "ndcg",

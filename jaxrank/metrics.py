@@ -409,7 +409,9 @@ def r_precision(
     scores, labels, valid, judgments, jvalid = _inputs(scores, labels, where, judgments, judgments_where)
     ranks = _ranks(ranker, scores, valid, None)
     big_r = _num_relevant(labels, valid, judgments, jvalid, rel)
-    cut = jnp.floor(mult * big_r + 0.9) if mult != 1.0 else big_r
+    # The max keeps XLA:CPU from fusing the product and the sum into one FMA, which rounds
+    # once where trec_eval rounds twice (e.g. 0.7 * 3 + 0.9 would floor to 3, not 2).
+    cut = jnp.floor(jnp.maximum(mult * big_r, -1.0) + 0.9) if mult != 1.0 else big_r
 
     def f(pos):
         return ranks.cutoff(pos[..., None], cut[..., None, None])

@@ -1,0 +1,593 @@
+#!/usr/bin/env python
+"""Learning to rank with jaxrank: an MLP scorer trained on LightGBM's LambdaRank data.
+
+For each loss, an MLP scorer is trained with optax (AdamW, cosine decay, 32
+queries per step, dropout) on the 201 training queries of ``rank.train`` and
+evaluated on the 50 queries of ``rank.test`` with jaxrank's exact nDCG@1/5/10.
+Each document's 300 features are replaced by their empirical CDF over the
+training documents (a quantile transform) and standardised; the MLP sees them
+beside the same features standardised within the document's query
+(600 -> 256 -> 128 -> 1, ReLU). The losses:
+
+* soft-metric losses, ``1 - nDCG`` with the hard ranker swapped for a smooth one,
+  through :func:`jaxrank.losses.metric_loss`: ``approx`` (pairwise-sigmoid
+  approximate ranks), ``softrank`` (isotonic soft ranks), ``neuralsort``;
+* the baselines of :mod:`jaxrank.losses`: ``softmax_cross_entropy`` (ListNet-like),
+  ``pairwise_logistic`` (RankNet), ``lambda_loss`` (LambdaLoss), ``listmle``;
+
+beside LightGBM's LambdaRank with the parameters of LightGBM's own example
+(``examples/lambdarank/train.conf``), trained on the same queries.
+
+Evaluation follows trec_eval's nDCG: linear gain, log2 discount, the ideal DCG
+from the query's own labels (every judged document of this data set is in its
+list, so the list is complete), 0 for a query without a relevant document, the
+mean over all 50 test queries. Ties are scored with ``jaxrank.hard()``'s default
+policy ``"expected"`` (the mean over the orders of each tie group), so that a
+model which gives equal scores earns nothing from the order of the input.
+
+Hyperparameters (``DEFAULTS`` and ``LOSS_DEFAULTS`` below) were chosen on a
+validation split carved from the training queries (``--valid-fraction``); the
+test queries were never used to choose anything. See ``docs/training.md``.
+
+Usage::
+
+    python examples/train_ltr.py                      # every loss, 5 seeds, + LightGBM
+    python examples/train_ltr.py --quick              # seconds, for CI
+    python examples/train_ltr.py --losses approx,listmle --seeds 3 --json out.json
+    python examples/train_ltr.py --valid-fraction 0.25 --no-lightgbm  # on held-out TRAIN queries
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+import optax
+
+try:
+    import jaxrank
+except ImportError:  # run from a checkout without `pip install -e .`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import jaxrank
+from jaxrank.datasets import pad_queries, read_svmlight
+
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "lambdarank"
+CUTOFFS = (1, 5, 10)
+
+SOFT_LOSSES = ("approx", "softrank", "neuralsort")
+BASELINE_LOSSES = ("softmax_cross_entropy", "pairwise_logistic", "lambda_loss", "listmle")
+ALL_LOSSES = SOFT_LOSSES + BASELINE_LOSSES
+
+
+# ----------------------------------------------------------------------------- data
+@dataclasses.dataclass
+class Split:
+    """Padded queries: ``x[Q, n, d]``, ``y[Q, n]``, ``where[Q, n]``."""
+
+    x: np.ndarray
+    y: np.ndarray
+    where: np.ndarray
+
+    @property
+    def num_queries(self) -> int:
+        return self.x.shape[0]
+
+
+@dataclasses.dataclass
+class LTRData:
+    train: Split
+    test: Split
+    valid: Optional[Split] = None
+
+
+def _split(data, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The documents of the queries ``idx`` (flat arrays and their group sizes)."""
+    starts = np.cumsum(data.group_sizes) - data.group_sizes
+    rows = np.concatenate([np.arange(starts[q], starts[q] + data.group_sizes[q]) for q in idx])
+    return data.features[rows], data.labels[rows], data.group_sizes[idx]
+
+
+def load_lambdarank(
+    data_dir=DEFAULT_DATA,
+    *,
+    valid_fraction: float = 0.0,
+    split_seed: int = 0,
+    transform: str = "standard",
+    raw: bool = False,
+):
+    """Reads ``rank.train`` / ``rank.test`` (+ ``.query``) into padded splits.
+
+    With ``valid_fraction > 0`` a random ``valid_fraction`` of the TRAINING queries
+    (``split_seed``) is held out as ``valid`` and removed from ``train``; the
+    test queries are untouched. Features are standardised with the mean and
+    standard deviation of the (remaining) training documents; with
+    ``transform="quantile"`` each feature is first replaced by its empirical CDF
+    over the training documents (ties at their mid-rank). Padding stays 0.
+
+    With ``raw=True`` returns the flat ``(train, test)`` :class:`SvmlightData`
+    pair instead, with ``valid`` carved out of train the same way (for LightGBM).
+    """
+    data_dir = Path(data_dir)
+    train = read_svmlight(data_dir / "rank.train", data_dir / "rank.train.query")
+    test = read_svmlight(
+        data_dir / "rank.test", data_dir / "rank.test.query", num_features=train.features.shape[1]
+    )
+    q = train.group_sizes.size
+    order = np.random.default_rng(split_seed).permutation(q)
+    n_valid = int(round(valid_fraction * q))
+    train_idx, valid_idx = np.sort(order[n_valid:]), np.sort(order[:n_valid])
+    tr = _split(train, train_idx)
+    va = _split(train, valid_idx) if n_valid else None
+    te = (test.features, test.labels, test.group_sizes)
+    if raw:
+        return tr, va, te
+    if transform == "quantile":
+        # Empirical CDF of each feature over the training documents (mid-rank of ties).
+        columns = np.sort(tr[0], 0)
+
+        def cdf(x):
+            out = np.empty(x.shape, np.float64)
+            for j in range(x.shape[1]):
+                lo = np.searchsorted(columns[:, j], x[:, j], "left")
+                hi = np.searchsorted(columns[:, j], x[:, j], "right")
+                out[:, j] = (lo + hi) / (2.0 * columns.shape[0])
+            return out
+
+        transformed = cdf(tr[0])
+    elif transform == "standard":
+        cdf = None
+        transformed = tr[0]
+    else:
+        raise ValueError(f"transform must be 'standard' or 'quantile', got {transform!r}")
+    mean = transformed.mean(0)
+    std = transformed.std(0)
+    std = np.where(std > 0, std, 1.0)
+
+    def pad(part):
+        f = part[0] if cdf is None else cdf(part[0])
+        x, y, where = pad_queries((f - mean) / std, part[1], part[2])
+        return Split(np.where(where[..., None], x, 0).astype(np.float32), y, where)
+
+    return LTRData(train=pad(tr), test=pad(te), valid=pad(va) if va is not None else None)
+
+
+# ---------------------------------------------------------------------------- model
+def init_mlp(key, sizes: Sequence[int]):
+    """He-initialised dense layers ``[(w, b), ...]`` for ``sizes = (d, h1, ..., 1)``."""
+    params = []
+    for d_in, d_out in zip(sizes[:-1], sizes[1:]):
+        key, sub = jax.random.split(key)
+        w = jax.random.normal(sub, (d_in, d_out), jnp.float32) * math.sqrt(2.0 / d_in)
+        params.append((w, jnp.zeros((d_out,), jnp.float32)))
+    return params
+
+
+def query_normalize(x, where, eps: float = 1e-3):
+    """Each feature standardised within its query: ``(x - mean_q) / (std_q + eps)``.
+
+    Means and deviations over the valid documents of the list; padding stays 0.
+    A list-level view of the features (how a document compares with the other
+    candidates of the same query) that a pointwise MLP cannot compute itself.
+    """
+    w = where[..., None].astype(x.dtype)
+    count = jnp.maximum(w.sum(-2, keepdims=True), 1.0)
+    mean = (x * w).sum(-2, keepdims=True) / count
+    var = (jnp.square(x - mean) * w).sum(-2, keepdims=True) / count
+    return jnp.where(where[..., None], (x - mean) / (jnp.sqrt(var) + eps), 0.0)
+
+
+def mlp(params, x, *, dropout: float = 0.0, key=None):
+    """Scores ``[..., n]`` for features ``[..., n, d]``; dropout on hidden units when ``key``."""
+    for i, (w, b) in enumerate(params):
+        x = x @ w + b
+        if i < len(params) - 1:
+            x = jax.nn.relu(x)
+            if dropout > 0 and key is not None:
+                key, sub = jax.random.split(key)
+                keep = jax.random.bernoulli(sub, 1.0 - dropout, x.shape)
+                x = jnp.where(keep, x / (1.0 - dropout), 0.0)
+    return x[..., 0]
+
+
+def score(params, x, where, *, query_norm: bool = False, dropout: float = 0.0, key=None):
+    """The scorer: :func:`mlp` of the features, plus :func:`query_normalize`\ d ones if asked."""
+    if query_norm:
+        x = jnp.concatenate([x, query_normalize(x, where)], -1)
+    return mlp(params, x, dropout=dropout, key=key)
+
+
+# --------------------------------------------------------------------------- losses
+def make_loss(name: str, temperature: Optional[float] = None) -> Callable:
+    """``loss(scores, labels, where) -> [Q]`` from :mod:`jaxrank.losses`.
+
+    ``approx`` / ``softrank`` / ``neuralsort``: ``1 - nDCG`` computed by
+    :func:`jaxrank.losses.metric_loss` with that smooth ranker, whose first
+    parameter (the temperature of ``approx`` and ``neuralsort``, the strength of
+    ``softrank``) is ``temperature`` (the ranker's own default when ``None``). The others are the baselines of
+    :mod:`jaxrank.losses` with their defaults.
+    """
+    from jaxrank import losses
+
+    if name in SOFT_LOSSES:
+        factory = getattr(jaxrank, name)
+        # softrank's smoothing parameter is its regularization strength (in units
+        # of scores); approx and neuralsort call theirs a temperature.
+        ranker = factory() if temperature is None else factory(temperature)
+
+        def loss(scores, labels, where):
+            return losses.metric_loss(scores, labels, where=where, metric=jaxrank.ndcg, ranker=ranker)
+
+        return loss
+    if name in BASELINE_LOSSES:
+        fn = getattr(losses, name)
+        return lambda scores, labels, where: fn(scores, labels, where=where)
+    raise ValueError(f"unknown loss {name!r}; choose from {', '.join(ALL_LOSSES)}")
+
+
+# ------------------------------------------------------------------------- training
+@dataclasses.dataclass
+class Config:
+    """Training settings of one loss (the defaults are the choices of docs/training.md)."""
+
+    hidden: tuple = (256, 128)
+    steps: int = 300
+    lr: float = 3e-4  # peak of a cosine decay to 5% of it
+    weight_decay: float = 1e-4  # AdamW's decoupled decay
+    dropout: float = 0.5  # on the hidden units
+    batch: int = 32  # queries per step; 0: every training query
+    temperature: Optional[float] = None  # soft ranker: temperature (approx, neuralsort), strength (softrank)
+    query_norm: bool = True  # also feed each feature standardised within its query
+    transform: str = "quantile"  # feature preprocessing: "quantile" or "standard"
+    eval_every: int = 25
+
+    def replace(self, **kw) -> "Config":
+        return dataclasses.replace(self, **{k: v for k, v in kw.items() if v is not None})
+
+
+# Chosen on held-out TRAINING queries (benchmarks/bench_ltr.py tune; docs/training.md).
+# The test queries chose nothing.
+DEFAULTS = Config()
+LOSS_DEFAULTS: dict[str, dict] = {
+    "approx": dict(temperature=3.0),
+    "softrank": dict(temperature=1.0),  # the strength of softrank's projection
+    "neuralsort": dict(temperature=3.0),
+    "softmax_cross_entropy": dict(lr=1e-3),
+    "pairwise_logistic": dict(),
+    "lambda_loss": dict(steps=100),
+    "listmle": dict(lr=1e-3),
+}
+
+
+def config_for(loss: str, base: Config = DEFAULTS, **overrides) -> Config:
+    return base.replace(**LOSS_DEFAULTS.get(loss, {})).replace(**overrides)
+
+
+def evaluate(params, split: Split, query_norm: bool = False) -> np.ndarray:
+    """Mean exact nDCG@(1, 5, 10) over the queries of ``split`` (trec_eval conventions).
+
+    ``params`` of one model gives ``[3]``; params stacked over seeds (as returned
+    by :func:`train`) give ``[seeds, 3]``.
+    """
+    stacked = params[0][0].ndim == 3
+    fn = _evaluate_seeds if stacked else _evaluate
+    return np.asarray(fn(params, split.x, split.y, split.where, query_norm))
+
+
+def _evaluate_one(params, x, y, where, query_norm):
+    scores = score(params, x, where, query_norm=query_norm)
+    per_query = jaxrank.ndcg(scores, y, k=CUTOFFS, where=where, ranker=jaxrank.hard())
+    return jaxrank.aggregate(per_query)
+
+
+_evaluate = jax.jit(_evaluate_one, static_argnums=4)
+_evaluate_seeds = jax.jit(jax.vmap(_evaluate_one, (0, None, None, None, None)), static_argnums=4)
+
+
+def train(
+    loss_fn: Callable,
+    data: LTRData,
+    cfg: Config,
+    seeds: Sequence[int] = (0,),
+    *,
+    eval_split: Optional[Split] = None,
+    progress=None,
+):
+    """Trains one MLP per seed, all seeds at once (``vmap``); returns ``(params, history)``.
+
+    ``params`` are stacked over seeds (leading axis). ``history`` =
+    ``{"step": [...], "ndcg@10": [[...] per seed]}``: nDCG@10 on ``eval_split``
+    (default: test) at step 0 and every ``cfg.eval_every`` steps. ``progress``
+    (a tqdm bar) is advanced by the number of steps done.
+
+    Each step draws ``cfg.batch`` training queries at random (without
+    replacement), applies dropout to the hidden units, and takes an AdamW step
+    with a cosine-decayed learning rate.
+    """
+    eval_split = data.test if eval_split is None else eval_split
+    train_split = data.train
+    x = jnp.asarray(train_split.x)
+    y = jnp.asarray(train_split.y, jnp.float32)
+    where = jnp.asarray(train_split.where)
+    q = train_split.num_queries
+    batch = q if cfg.batch <= 0 or cfg.batch >= q else cfg.batch
+    sizes = (x.shape[-1] * (2 if cfg.query_norm else 1), *cfg.hidden, 1)
+    schedule = optax.cosine_decay_schedule(cfg.lr, max(cfg.steps, 1), alpha=0.05)
+    optimizer = optax.adamw(schedule, weight_decay=cfg.weight_decay)
+
+    def init(seed):
+        params = init_mlp(jax.random.fold_in(jax.random.PRNGKey(seed), 0), sizes)
+        return params, optimizer.init(params)
+
+    def objective(params, key, x, y, where):
+        pick_key, drop_key = jax.random.split(key)
+        if batch < q:
+            idx = jax.random.choice(pick_key, q, (batch,), replace=False)
+            x, y, where = x[idx], y[idx], where[idx]
+        scores = score(params, x, where, query_norm=cfg.query_norm, dropout=cfg.dropout, key=drop_key)
+        return jnp.mean(loss_fn(scores, y, where))
+
+    def chunk(params, opt_state, keys, x, y, where):
+        def step(carry, key):
+            params, opt_state = carry
+            value, grads = jax.value_and_grad(objective)(params, key, x, y, where)
+            updates, opt_state = optimizer.update(grads, opt_state, params)
+            return (optax.apply_updates(params, updates), opt_state), value
+
+        (params, opt_state), values = jax.lax.scan(step, (params, opt_state), keys)
+        return params, opt_state, values
+
+    run_chunk = jax.jit(jax.vmap(chunk, (0, 0, 0, None, None, None)))
+    seeds = list(seeds)
+    params, opt_state = jax.vmap(init)(jnp.asarray(seeds))
+    keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.PRNGKey(s), 1))(jnp.asarray(seeds))
+
+    def ndcg10():
+        return evaluate(params, eval_split, cfg.query_norm)[:, -1]
+
+    history = {"step": [0], "ndcg@10": [ndcg10()]}
+    done = 0
+    while done < cfg.steps:
+        n = min(cfg.eval_every, cfg.steps - done)
+        split = jax.vmap(lambda k: jax.random.split(k, n + 1))(keys)
+        keys, step_keys = split[:, 0], split[:, 1:]
+        params, opt_state, values = run_chunk(params, opt_state, step_keys, x, y, where)
+        values = np.asarray(values)
+        if not np.isfinite(values).all():
+            raise FloatingPointError(f"the training loss became non-finite before step {done + n}")
+        done += n
+        history["step"].append(done)
+        history["ndcg@10"].append(ndcg10())
+        if progress is not None:
+            progress.update(n)
+            progress.set_postfix(loss=f"{values[:, -1].mean():.4f}",
+                                 ndcg10=f"{history['ndcg@10'][-1].mean():.4f}")
+    history["ndcg@10"] = np.stack(history["ndcg@10"], 1).tolist()  # [seeds][evals]
+    return params, history
+
+
+# ------------------------------------------------------------------------- LightGBM
+LIGHTGBM_PARAMS = dict(
+    # LightGBM's examples/lambdarank/train.conf, as LGBMRanker arguments:
+    objective="lambdarank",
+    n_estimators=100,  # num_trees = 100
+    learning_rate=0.1,  # learning_rate = 0.1
+    num_leaves=31,  # num_leaves = 31
+    min_child_samples=50,  # min_data_in_leaf = 50
+    min_child_weight=5.0,  # min_sum_hessian_in_leaf = 5.0
+    max_bin=255,  # max_bin = 255
+    colsample_bytree=1.0,  # feature_fraction = 1.0
+    subsample=0.9,  # bagging_fraction = 0.9
+    subsample_freq=1,  # bagging_freq = 1
+)
+
+
+def run_lightgbm(data_dir, seed: int, *, valid_fraction: float = 0.0, split_seed: int = 0,
+                 bagging: bool = True, n_estimators: Optional[int] = None) -> np.ndarray:
+    """LightGBM's LambdaRank (``LIGHTGBM_PARAMS``); returns nDCG@(1, 5, 10) by jaxrank.
+
+    Evaluated on test, or on the validation split when ``valid_fraction > 0``.
+    ``bagging=False`` sets ``subsample=1.0`` (no row sampling, seed-independent).
+    """
+    import lightgbm
+
+    tr, va, te = load_lambdarank(data_dir, valid_fraction=valid_fraction, split_seed=split_seed, raw=True)
+    params = dict(LIGHTGBM_PARAMS, random_state=seed, n_jobs=1, verbose=-1)
+    if not bagging:
+        params.update(subsample=1.0, subsample_freq=0)
+    if n_estimators is not None:
+        params["n_estimators"] = n_estimators
+    model = lightgbm.LGBMRanker(**params)
+    model.fit(tr[0], tr[1].astype(np.int32), group=tr[2])
+    target = va if valid_fraction > 0 else te
+    features, labels, sizes = target
+    x, y, where = pad_queries(features, labels, sizes)
+    scores = model.predict(features)
+    padded = np.zeros(where.shape, np.float32)
+    padded[where] = scores
+    per_query = jaxrank.ndcg(padded, y, k=CUTOFFS, where=where, ranker=jaxrank.hard())
+    return np.asarray(jaxrank.aggregate(per_query))
+
+
+# -------------------------------------------------------------------------- driver
+def run(
+    losses: Sequence[str] = ALL_LOSSES,
+    seeds: Sequence[int] = tuple(range(5)),
+    *,
+    data_dir=DEFAULT_DATA,
+    valid_fraction: float = 0.0,
+    split_seed: int = 0,
+    lightgbm: bool = True,
+    overrides: Optional[dict] = None,
+    base: Config = DEFAULTS,
+    progress: bool = True,
+) -> dict:
+    """Trains every loss over every seed; returns a JSON-ready dict of results."""
+    from tqdm.auto import tqdm
+
+    overrides = overrides or {}
+    cache: dict = {}
+
+    def data_for(transform):
+        if transform not in cache:
+            cache[transform] = load_lambdarank(data_dir, valid_fraction=valid_fraction,
+                                               split_seed=split_seed, transform=transform)
+        return cache[transform]
+
+    results: dict = {
+        "evaluated_on": "valid (held-out training queries)" if valid_fraction > 0 else "test",
+        "valid_fraction": valid_fraction,
+        "split_seed": split_seed,
+        "seeds": list(seeds),
+        "cutoffs": list(CUTOFFS),
+        "losses": {},
+    }
+    for name in losses:
+        cfg = config_for(name, base, **overrides)
+        loss_fn = make_loss(name, cfg.temperature)
+        data = data_for(cfg.transform)
+        eval_split = data.valid if valid_fraction > 0 else data.test
+        bar = tqdm(total=cfg.steps, desc=f"{name} x{len(seeds)} seeds", disable=not progress,
+                   leave=True, dynamic_ncols=True)
+        start = time.perf_counter()
+        params, history = train(loss_fn, data, cfg, seeds, eval_split=eval_split, progress=bar)
+        bar.close()
+        runs = evaluate(params, eval_split, cfg.query_norm).tolist()
+        results["losses"][name] = {
+            "config": dataclasses.asdict(cfg),
+            "per_seed": runs,
+            "mean": np.mean(runs, 0).tolist(),
+            "std": np.std(runs, 0, ddof=1).tolist() if len(runs) > 1 else [0.0] * len(CUTOFFS),
+            "history": history,
+            "seconds": time.perf_counter() - start,
+        }
+    if lightgbm:
+        for label, bagging in (("lightgbm_lambdarank", True), ("lightgbm_lambdarank_nobagging", False)):
+            try:
+                start = time.perf_counter()
+                runs = [run_lightgbm(data_dir, s, valid_fraction=valid_fraction, split_seed=split_seed,
+                                     bagging=bagging).tolist() for s in seeds]
+            except ImportError:
+                print("lightgbm is not installed: skipping the LambdaRank baseline", file=sys.stderr)
+                break
+            results["losses"][label] = {
+                "config": dict(LIGHTGBM_PARAMS, **({} if bagging else dict(subsample=1.0, subsample_freq=0))),
+                "per_seed": runs,
+                "mean": np.mean(runs, 0).tolist(),
+                "std": np.std(runs, 0, ddof=1).tolist() if len(runs) > 1 else [0.0] * len(CUTOFFS),
+                "seconds": time.perf_counter() - start,
+            }
+    return results
+
+
+def markdown_table(results: dict) -> str:
+    """Mean ± standard deviation (over seeds, ddof=1) of nDCG@k per loss, best nDCG@10 in bold."""
+    head = "| loss | " + " | ".join(f"nDCG@{k}" for k in results["cutoffs"]) + " |"
+    rows = [head, "|" + "---|" * (len(results["cutoffs"]) + 1)]
+    best = max(results["losses"], key=lambda n: results["losses"][n]["mean"][-1])
+    for name, r in results["losses"].items():
+        cells = [f"{m:.4f} ± {s:.4f}" for m, s in zip(r["mean"], r["std"])]
+        if name == best:
+            cells[-1] = f"**{cells[-1]}**"
+        rows.append(f"| {name} | " + " | ".join(cells) + " |")
+    n = len(results["seeds"])
+    rows.append("")
+    rows.append(f"{results['evaluated_on']}; mean ± std over {n} seed{'s' * (n != 1)} "
+                f"({', '.join(map(str, results['seeds']))}).")
+    return "\n".join(rows)
+
+
+def plot_history(results: dict, ax=None):
+    """Mean nDCG@10 over training steps per loss (band: ± std over seeds); LightGBM as a line."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 5))
+    for name, r in results["losses"].items():
+        if "history" in r:
+            steps = np.asarray(r["history"]["step"])
+            curves = np.asarray(r["history"]["ndcg@10"])
+            mean, std = curves.mean(0), curves.std(0)
+            (line,) = ax.plot(steps, mean, label=name)
+            ax.fill_between(steps, mean - std, mean + std, color=line.get_color(), alpha=0.15)
+        else:
+            ax.axhline(r["mean"][-1], linestyle="--", color="black" if "nobagging" not in name else "gray",
+                       label=f"{name} (100 trees)")
+    ax.set_xlabel("training step")
+    ax.set_ylabel(f"{results['evaluated_on'].split()[0]} nDCG@10")
+    ax.set_title("MLP on LightGBM's lambdarank data")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    return ax
+
+
+QUICK = dict(steps=40, eval_every=20, hidden=(64, 32))
+
+
+def main(argv=None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", default=str(DEFAULT_DATA), help="folder with rank.train(.query), rank.test(.query)")
+    p.add_argument("--losses", default=",".join(ALL_LOSSES), help="comma-separated, from: " + ", ".join(ALL_LOSSES))
+    p.add_argument("--seeds", type=int, default=5, help="number of seeds (0, 1, ...)")
+    p.add_argument("--steps", type=int, help="training steps (default: per loss, see LOSS_DEFAULTS)")
+    p.add_argument("--eval-every", type=int, help="record nDCG@10 every N steps")
+    p.add_argument("--lr", type=float)
+    p.add_argument("--weight-decay", type=float)
+    p.add_argument("--dropout", type=float)
+    p.add_argument("--batch", type=int, help="queries per step (0: all)")
+    p.add_argument("--temperature", type=float, help="soft ranker temperature")
+    p.add_argument("--hidden", help="hidden sizes, e.g. 256,128")
+    p.add_argument("--transform", choices=("quantile", "standard"), help="feature preprocessing")
+    p.add_argument("--query-norm", choices=("on", "off"),
+                   help="also feed features standardised within their query")
+    p.add_argument("--valid-fraction", type=float, default=0.0,
+                   help="hold out this fraction of TRAIN queries and evaluate there instead of on test")
+    p.add_argument("--split-seed", type=int, default=0)
+    p.add_argument("--no-lightgbm", action="store_true")
+    p.add_argument("--quick", action="store_true", help="tiny setting (CI): 1 seed, 40 steps, small MLP")
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--json", metavar="OUT", help="write the results here")
+    p.add_argument("--plot", metavar="PNG", help="save the nDCG@10 curves here")
+    args = p.parse_args(argv)
+
+    overrides = dict(steps=args.steps, eval_every=args.eval_every, lr=args.lr,
+                     weight_decay=args.weight_decay, dropout=args.dropout, batch=args.batch,
+                     temperature=args.temperature, transform=args.transform,
+                     query_norm=None if args.query_norm is None else args.query_norm == "on",
+                     hidden=tuple(int(h) for h in args.hidden.split(",")) if args.hidden else None)
+    seeds = tuple(range(args.seeds))
+    if args.quick:
+        overrides = {**QUICK, **{k: v for k, v in overrides.items() if v is not None}}
+        seeds = tuple(range(min(args.seeds, 1))) if args.seeds == 5 else seeds
+    losses = [s.strip() for s in args.losses.split(",") if s.strip()]
+    for name in losses:
+        if name not in ALL_LOSSES:
+            p.error(f"unknown loss {name!r}; choose from {', '.join(ALL_LOSSES)}")
+    results = run(losses, seeds, data_dir=args.data, valid_fraction=args.valid_fraction,
+                  split_seed=args.split_seed, lightgbm=not args.no_lightgbm, overrides=overrides,
+                  progress=not args.no_progress)
+    results["command"] = " ".join(["python", "examples/train_ltr.py", *(argv if argv is not None else sys.argv[1:])])
+    print(markdown_table(results))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    if args.plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        ax = plot_history(results)
+        ax.figure.savefig(args.plot, dpi=120, bbox_inches="tight")
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,475 @@
+"""``jaxrank.evaluate``: qrels + run + measure strings -> values, as trec_eval computes them.
+
+The pipeline: read the inputs (:mod:`jaxrank.trec`), pad them into one batch, compute every
+requested measure in one jitted call (:func:`jaxrank.measures.compute`: one ranking, shared by
+all measures), aggregate over queries as trec_eval does, and return plain Python values.
+:class:`Report` also renders trec_eval's text output byte for byte (used by ``jaxrank eval``).
+
+Evaluation runs in float64 (``jax.enable_x64`` is switched on for the call only), so values
+match trec_eval's doubles.
+"""
+
+from __future__ import annotations
+
+import collections
+import csv
+import dataclasses
+import gzip
+import io
+import json
+import math
+import os
+import threading
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, Iterable, Optional, Sequence, Union
+
+import jax
+import numpy as np
+
+from jaxrank import trec
+from jaxrank.measures import MIN_GEO_MEAN, Column, Measure, Plan, compile_plan, parse_measures, relstring_text
+
+__all__ = ["Report", "evaluate", "report"]
+
+Measures = Union[str, Iterable[str], None]
+
+
+@dataclasses.dataclass
+class Report:
+    """Evaluated measures: per-query values and trec_eval's summary.
+
+    Attributes:
+        qids: the evaluated queries, in trec_eval's order.
+        columns: one :class:`~jaxrank.measures.Column` per printed measure name, in order.
+        values: column name -> per-query values (``[Q]`` float64 array, or a list of str).
+        summary: column name -> summary value (float, int or str), for summary columns.
+    """
+
+    qids: list[str]
+    columns: list[Column]
+    values: dict[str, Any]
+    summary: dict[str, Any]
+
+    # -- Python values ----------------------------------------------------------------------
+    def _value(self, column: Column, i: int):
+        v = self.values[column.name][i]
+        if column.kind == "int":
+            return int(v)
+        if column.kind == "str":
+            return v
+        return float(v)
+
+    def query_values(self) -> dict[str, dict[str, Any]]:
+        """``{qid: {measure: value}}`` for the per-query columns."""
+        cols = [c for c in self.columns if c.per_query]
+        table = {}
+        for c in cols:
+            v = self.values[c.name]
+            table[c.name] = (
+                v if c.kind == "str" else (np.asarray(v).astype(np.int64) if c.kind == "int" else np.asarray(v))
+            ).tolist()
+        return {q: {c.name: table[c.name][i] for c in cols} for i, q in enumerate(self.qids)}
+
+    def to_dict(self, per_query: bool = False) -> dict:
+        """``{measure: value}``, or ``{"all": {...}, "per_query": {qid: {...}}}``."""
+        if not per_query:
+            return dict(self.summary)
+        return {"all": dict(self.summary), "per_query": self.query_values()}
+
+    def to_frame(self, per_query: bool = False):
+        """A pandas DataFrame: one row per query (with ``per_query``) and a row ``all``;
+        one column per measure."""
+        try:
+            import pandas as pd
+        except ImportError as e:  # pragma: no cover - pandas is optional
+            raise ImportError("as_frame=True needs pandas: pip install pandas") from e
+        rows = {}
+        if per_query:
+            rows.update(self.query_values())
+        rows["all"] = dict(self.summary)
+        names = [c.name for c in self.columns]
+        frame = pd.DataFrame.from_dict(rows, orient="index")
+        frame = frame.reindex(columns=[n for n in names if n in frame.columns])
+        frame.index.name = "qid"
+        return frame
+
+    # -- text -----------------------------------------------------------------------------
+    def _strings(self, column: Column) -> list[str]:
+        v = self.values[column.name]
+        if column.kind == "str":
+            return [f"'{s}'" if column.name.startswith("relstring") else s for s in v]
+        if column.kind == "int":
+            return np.asarray(v).astype(np.int64).astype(str).tolist()
+        return format_values(np.asarray(v, np.float64))
+
+    def _summary_string(self, column: Column) -> str:
+        v = self.summary[column.name]
+        if column.kind == "str":
+            return str(v)
+        if column.kind == "int":
+            return str(int(v))
+        return format_values(np.asarray([v], np.float64))[0]
+
+    def rows(self, per_query: bool = False, summary: bool = True) -> list[tuple[str, str, str]]:
+        """(measure, qid, printed value) in trec_eval's order."""
+        out = []
+        if per_query:
+            cols = [c for c in self.columns if c.per_query]
+            strings = [self._strings(c) for c in cols]
+            for i, q in enumerate(self.qids):
+                out.extend((c.name, q, s[i]) for c, s in zip(cols, strings))
+        if summary:
+            out.extend((c.name, "all", self._summary_string(c)) for c in self.columns if c.summary)
+        return out
+
+    def to_trec(self, per_query: bool = False, summary: bool = True) -> str:
+        """trec_eval's output: ``%-22s\\t%s\\t%s`` lines (floats ``%6.4f``, counts ``%ld``)."""
+        lines = []
+        if per_query:
+            cols = [c for c in self.columns if c.per_query]
+            strings = [self._strings(c) for c in cols]
+            heads = [f"{c.name:<22}\t" for c in cols]
+            for i, q in enumerate(self.qids):
+                tail = f"\t"
+                lines.extend([h + q + tail + s[i] for h, s in zip(heads, strings)])
+        if summary:
+            lines.extend(
+                f"{c.name:<22}\tall\t{self._summary_string(c)}" for c in self.columns if c.summary
+            )
+        return "".join(line + "\n" for line in lines)
+
+    def to_json(self, per_query: bool = False) -> str:
+        """``{"all": {...}}``, plus ``"per_query": {qid: {...}}`` with ``per_query``."""
+        data = {"all": dict(self.summary)}
+        if per_query:
+            data["per_query"] = self.query_values()
+        return json.dumps(data) + "\n"
+
+    def to_csv(self, per_query: bool = False, summary: bool = True) -> str:
+        """``measure,qid,value`` rows in trec_eval's order, values at full precision."""
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(["measure", "qid", "value"])
+        if per_query:
+            table = self.query_values()
+            cols = [c for c in self.columns if c.per_query]
+            for q in self.qids:
+                writer.writerows((c.name, q, table[q][c.name]) for c in cols)
+        if summary:
+            writer.writerows((c.name, "all", self.summary[c.name]) for c in self.columns if c.summary)
+        return buf.getvalue()
+
+
+def format_values(v: np.ndarray) -> list[str]:
+    """``printf("%6.4f")`` of each value, vectorised.
+
+    The value times 10^4 is rounded in float64; where that could differ from the correct
+    rounding of the exact binary value (a fraction within 1e-6 of one half), and for NaN and
+    infinities, each value is formatted by Python, which rounds exactly as C does. NaN prints
+    as glibc prints trec_eval's 0/0 on x86: ``-nan``.
+    """
+    v = np.asarray(v, np.float64).reshape(-1)
+    if v.size == 0:
+        return []
+    a = np.abs(v) * 1e4
+    finite = np.isfinite(a) & (a < 2.0**52)
+    a = np.where(finite, a, 0.0)
+    frac = a - np.floor(a)
+    slow = ~finite | (np.abs(frac - 0.5) < 1e-6)
+    n = np.floor(a + 0.5).astype(np.int64)
+    whole, part = np.divmod(n, 10000)
+    text = np.strings.add(np.where(np.signbit(v), "-", ""), whole.astype(str))
+    text = np.strings.add(np.strings.add(text, "."), np.strings.zfill(part.astype(str), 4))
+    out = text.tolist()
+    for i in np.flatnonzero(slow).tolist():
+        x = float(v[i])
+        if math.isnan(x):
+            out[i] = "  -nan"
+        else:
+            out[i] = "%6.4f" % x
+    return out
+
+
+# ----------------------------------------------------------------------------- evaluation
+
+
+def _bucket(x: int, minimum: int = 8) -> int:
+    """``x`` rounded up to a size from a short list (at most 1/8 larger), so that calls of
+    similar sizes share a compiled function."""
+    if x <= minimum:
+        return minimum
+    p = 1 << (x - 1).bit_length()
+    step = max(p // 8, 1)
+    return -(-x // step) * step
+
+
+def _pad(a: np.ndarray, rows: int, cols: int, fill) -> np.ndarray:
+    if a.shape == (rows, cols):
+        return a
+    out = np.full((rows, cols), fill, dtype=a.dtype)
+    out[: a.shape[0], : a.shape[1]] = a
+    return out
+
+
+# Compiled computations, by (plan, queries, n, m): futures, so that a compilation started in
+# the background (see _speculate) is waited for, never repeated.
+_EXECUTABLES: "collections.OrderedDict[tuple, Future]" = collections.OrderedDict()
+_EXECUTABLES_LOCK = threading.Lock()
+_EXECUTABLES_KEPT = 16
+
+
+def _executable(plan: Plan, shape: tuple[int, int, int], background: bool = False) -> Future:
+    key = (plan,) + shape
+    with _EXECUTABLES_LOCK:
+        future = _EXECUTABLES.get(key)
+        if future is not None:
+            _EXECUTABLES.move_to_end(key)
+            return future
+        future = _EXECUTABLES[key] = Future()
+        while len(_EXECUTABLES) > _EXECUTABLES_KEPT:
+            _EXECUTABLES.popitem(last=False)
+
+    def work():
+        try:
+            with jax.enable_x64(True):
+                future.set_result(compile_plan(plan, *shape))
+        except BaseException as e:  # noqa: BLE001 - handed to whoever waits
+            with _EXECUTABLES_LOCK:
+                if _EXECUTABLES.get(key) is future:
+                    del _EXECUTABLES[key]
+            future.set_exception(e)
+
+    if background:
+        # not a daemon: the interpreter waits for it at exit (a daemon thread killed inside
+        # XLA at exit can crash the process)
+        threading.Thread(target=work, name="jaxrank-compile", daemon=False).start()
+    else:
+        work()
+    return future
+
+
+def _peek_depth(source) -> Optional[int]:
+    """How many lines the first query of a run file has (run files keep a query's lines
+    together), from its first MiB; None when that cannot be told."""
+    if not isinstance(source, (str, os.PathLike)):
+        return None
+    path = Path(source)
+    try:
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rb") as f:
+            head = f.read(1 << 20)
+    except OSError:
+        return None
+    count, first = 0, None
+    for line in head.split(b"\n")[:-1]:
+        fields = line.split(None, 1)
+        if not fields or fields[0].startswith(b"#"):
+            continue
+        if first is None:
+            first = fields[0]
+        elif fields[0] != first:
+            return count
+        count += 1
+    return count or None
+
+
+def _speculate(plan: Plan, q: trec.Qrels, run_source, *, complete, max_docs) -> Optional[tuple]:
+    """Start compiling, in the background, for the batch shape the run most likely gives:
+    the qrels' queries and judgments, and the depth of the run's first query. Compilation
+    then overlaps the parsing of the run. Returns the shape, or None."""
+    depth = _peek_depth(run_source)
+    if depth is None or len(q) == 0:
+        return None
+    if max_docs is not None:
+        depth = min(depth, max_docs)
+    m = int(np.diff(q.offsets).max())
+    shape = (_bucket(len(q)), _bucket(max(depth, 1)), _bucket(max(m, 1)))
+    _executable(plan, shape, background=True)
+    return shape
+
+
+def _group(
+    plan: Plan, q: trec.Qrels, r: trec.Run, *, complete: bool, max_docs: Optional[int],
+    judged_only: bool, guess: Optional[tuple] = None,
+):
+    """Evaluate ``measures`` on one batch: (qids, per-measure ``[Q, C]`` arrays, bogus rows,
+    judgments > 0 per query)."""
+    batch = trec.to_batch(q, r, complete=complete, max_docs=max_docs, judged_only=judged_only)
+    n_q = int(batch.qids.size)
+    if n_q == 0:
+        raise ValueError("no query is both in the qrels and in the run")
+    rr = np.where(batch.judged, batch.labels, np.where(batch.pooled, -2, -1))
+    rr = np.where(batch.where, rr, 0).astype(np.int32)
+    scores, where = batch.scores, batch.where
+    bogus = np.zeros(n_q, bool)
+    if complete:
+        bogus = ~np.isin(batch.qids, r.qids)
+        if bogus.any() and not judged_only and (max_docs is None or max_docs > 0):
+            # trec_eval 10 ranks one document, absent from the qrels, for a missing query
+            scores, where, rr = scores.copy(), where.copy(), rr.copy()
+            scores[bogus, 0], where[bogus, 0], rr[bogus, 0] = 1.0, True, -1
+    rows, n, m = _bucket(n_q), _bucket(scores.shape[1]), _bucket(batch.judgments.shape[1])
+    if guess is not None and _fits(guess, (rows, n, m)):
+        rows, n, m = guess  # compiled (or compiling) in the background already
+    executable = _executable(plan, (rows, n, m))
+    arrays = (
+        _pad(scores, rows, n, 0.0),
+        _pad(rr, rows, n, 0),
+        _pad(where, rows, n, False),
+        _pad(batch.judgments.astype(np.int32), rows, m, 0),
+        _pad(batch.judgments_where, rows, m, False),
+    )
+    with jax.enable_x64(True):
+        out = [np.asarray(o) for o in executable.result()(*arrays)]
+    positive = np.count_nonzero((batch.judgments > 0) & batch.judgments_where, axis=1)
+    return [str(x) for x in batch.qids.tolist()], [o[:n_q] for o in out], bogus, positive
+
+
+def _fits(guess: tuple, shape: tuple) -> bool:
+    """Can a batch of ``shape`` be padded to ``guess`` at a small cost?"""
+    if any(g < s for g, s in zip(guess, shape)):
+        return False
+    return guess[0] * guess[1] <= 2 * shape[0] * shape[1] + (1 << 16)
+
+
+def report(
+    qrels,
+    run,
+    measures: Measures = None,
+    *,
+    complete: bool = False,
+    max_docs: Optional[int] = None,
+    rel_level: int = 1,
+    judged_only: bool = False,
+    num_docs: int = 0,
+    version: str = "10",
+) -> Report:
+    """Evaluate and keep everything: see :func:`evaluate` for the arguments."""
+    if version not in ("9", "10"):
+        raise ValueError(f"version must be '10' or '9', got {version!r}")
+    if max_docs is not None and max_docs < 0:
+        raise ValueError(f"max_docs must be >= 0, got {max_docs}")
+    parsed = parse_measures(measures)
+    plan = Plan(measures=parsed, level=int(rel_level), num_docs=int(num_docs), version=version)
+    groups: dict[bool, list[int]] = {}
+    for i, meas in enumerate(parsed):
+        groups.setdefault(bool(judged_only or meas.judged_only), []).append(i)
+    plans = {jo: dataclasses.replace(plan, measures=tuple(parsed[i] for i in idx)) for jo, idx in groups.items()}
+    q = qrels if isinstance(qrels, trec.Qrels) else trec.read_qrels(qrels)
+    guess = None
+    if not isinstance(run, trec.Run):
+        first = next(iter(plans.values()))
+        guess = _speculate(first, q, run, complete=complete, max_docs=max_docs)
+    r = run if isinstance(run, trec.Run) else trec.read_run(run)
+    results: list = [None] * len(parsed)
+    qids, bogus, positive = None, None, None
+    for jo, idx in groups.items():
+        qids_g, out, bogus_g, positive_g = _group(
+            plans[jo], q, r, complete=complete, max_docs=max_docs, judged_only=jo, guess=guess
+        )
+        qids, bogus, positive = qids_g, bogus_g, positive_g
+        for i, o in zip(idx, out):
+            results[i] = o
+    assert qids is not None
+    n_q = len(qids)
+    columns: list[Column] = []
+    values: dict[str, Any] = {}
+    summary: dict[str, Any] = {}
+    for meas, out in zip(parsed, results):
+        if meas.family == "relstring":
+            texts = relstring_text(out)
+            if complete:
+                texts = ["" if b and meas.columns[0].bogus_zero else t for t, b in zip(texts, bogus)]
+            per_column = [texts]
+        else:
+            per_column = [np.array(out[:, j], np.float64) for j in range(out.shape[1])]
+        for column, v in zip(meas.columns, per_column):
+            if column.name in values:  # the same printed name twice (e.g. P@5 and P_5 differ)
+                continue
+            if column.bogus_zero and complete and bogus.any() and column.kind != "str":
+                v = np.where(bogus, 0.0, v)
+            columns.append(column)
+            values[column.name] = v
+            if column.summary:
+                summary[column.name] = _aggregate(column, v, n_q, r, complete, positive)
+    return Report(qids=qids, columns=columns, values=values, summary=summary)
+
+
+def _aggregate(column: Column, v, n_q: int, run: trec.Run, complete: bool, positive):
+    if column.agg == "runid":
+        return run.tag
+    if column.agg == "count":
+        return n_q
+    if column.agg == "sum" or column.agg == "num_rel":
+        if column.agg == "num_rel" and complete:
+            return int(np.sum(positive))
+        return int(np.sum(np.asarray(v).astype(np.int64)))
+    if column.agg == "gmean":
+        logs = np.log(np.maximum(np.asarray(v, np.float64), MIN_GEO_MEAN))
+        return float(np.exp(np.cumsum(logs)[-1] / n_q))
+    return float(np.cumsum(np.asarray(v, np.float64))[-1] / n_q)  # trec_eval's running sum
+
+
+def evaluate(
+    qrels,
+    run,
+    measures: Measures = None,
+    *,
+    per_query: bool = False,
+    complete: bool = False,
+    max_docs: Optional[int] = None,
+    rel_level: int = 1,
+    judged_only: bool = False,
+    num_docs: int = 0,
+    version: str = "10",
+    as_frame: bool = False,
+):
+    """Evaluate a run against qrels, as trec_eval does.
+
+    Args:
+        qrels: a qrels file path, a ``{qid: {docno: rel}}`` dict (pytrec_eval's format),
+            ir_measures-style records (``query_id, doc_id, relevance``), a DataFrame, or a
+            :class:`jaxrank.trec.Qrels`.
+        run: a run file path, ``{qid: {docno: score}}``, records (``query_id, doc_id,
+            score``), a DataFrame, or a :class:`jaxrank.trec.Run`.
+        measures: measure strings, trec_eval's (``"map"``, ``"P.5,10"``, ``"all_trec"``) or
+            ir_measures' (``"nDCG@10"``, ``"P(rel=2)@5"``); None: trec_eval's default set.
+        per_query: also return the value of each query.
+        complete: trec_eval ``-c``: average over every query of the qrels (a query missing
+            from the run scores as trec_eval 10 scores it: 0 for nearly every measure).
+        max_docs: trec_eval ``-M``: evaluate only the first ``max_docs`` documents per query.
+        rel_level: trec_eval ``-l``: a rel >= ``rel_level`` is relevant (gains of nDCG-style
+            measures use the rels themselves).
+        judged_only: trec_eval ``-J``: drop retrieved documents that are not judged.
+        num_docs: trec_eval ``-N``: documents in the collection (``utility``).
+        version: ``"10"`` (trec_eval 10.0, default) or ``"9"`` (trec_eval 9.x as bundled in
+            pytrec_eval: different recall cutoffs in ``iprec_at_recall``/``11pt_avg``,
+            scores compared as float32).
+        as_frame: return a pandas DataFrame (queries and ``all`` as rows, measures as columns).
+
+    Returns:
+        ``{measure: value}`` over all queries; with ``per_query``,
+        ``{"all": {measure: value}, "per_query": {qid: {measure: value}}}``. Counts are ints,
+        ``runid`` and ``relstring`` strings, the rest floats.
+
+    Raises:
+        jaxrank.trec.TrecFormatError: a malformed or unreadable input (file and line named).
+        jaxrank.measures.MeasureError: an unknown measure (the closest names suggested).
+        ValueError: no query in both inputs, or bad options.
+
+    Example:
+        >>> import jaxrank
+        >>> qrels = {"q1": {"d1": 1, "d2": 0, "d3": 1}}
+        >>> run = {"q1": {"d1": 0.9, "d2": 0.8, "d3": 0.1}}
+        >>> values = jaxrank.evaluate(qrels, run, ["map", "P.2", "nDCG@2"])
+        >>> {name: round(value, 4) for name, value in values.items()}
+        {'map': 0.8333, 'P_2': 0.5, 'nDCG@2': 0.6131}
+    """
+    rep = report(
+        qrels, run, measures, complete=complete, max_docs=max_docs, rel_level=rel_level,
+        judged_only=judged_only, num_docs=num_docs, version=version,
+    )
+    if as_frame:
+        return rep.to_frame(per_query)
+    return rep.to_dict(per_query)

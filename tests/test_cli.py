@@ -1,0 +1,136 @@
+"""``jaxrank eval``: formats, the demo default, and bad input (exit 1, one line on stderr)."""
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from jaxrank import trec
+from jaxrank.cli import main
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec_eval"
+
+QRELS = "q1 0 d1 1\nq1 0 d2 0\nq1 0 d3 2\nq2 0 d1 1\n"
+RUN = "q1 Q0 d1 1 0.9 tag\nq1 Q0 d2 2 0.8 tag\nq1 Q0 d4 3 0.7 tag\nq2 Q0 d9 1 0.5 tag\n"
+
+
+@pytest.fixture
+def files(tmp_path):
+    def write(qrels=QRELS, run=RUN):
+        q, r = tmp_path / "test.qrels", tmp_path / "test.run"
+        q.write_text(qrels)
+        r.write_text(run)
+        return str(q), str(r)
+
+    return write
+
+
+def run_cli(capsys, *argv):
+    status = main(["eval", *argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_demo_pair_by_default(capsys):
+    status, out, err = run_cli(capsys)
+    assert status == 0
+    assert "demo" in err and err.count("\n") == 1
+    qrels, run = trec.demo_paths()
+    status2, out2, _ = run_cli(capsys, str(qrels), str(run))
+    assert out == out2  # the same as naming the files; stdout stays trec_eval's
+    names = [line.split("\t")[0].rstrip() for line in out.splitlines()]
+    assert names[:6] == ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map"]
+    assert names[-1] == "P_1000"
+
+
+def test_json_and_csv(capsys, files):
+    q, r = files()
+    status, out, err = run_cli(capsys, "-q", "-m", "map", "-m", "P.2", "-m", "nDCG@3", "--format", "json", q, r)
+    assert status == 0 and err == ""
+    data = json.loads(out)
+    assert set(data) == {"all", "per_query"}
+    assert data["all"]["map"] == pytest.approx((1 + 0) / 2 / 2)  # q1: (1/1) / 2 relevant; q2: 0
+    assert data["per_query"]["q1"]["P_2"] == 0.5
+    assert set(data["per_query"]) == {"q1", "q2"}
+    status, out, err = run_cli(capsys, "-q", "-m", "map", "-m", "P.2", "--format", "csv", q, r)
+    rows = list(csv.reader(io.StringIO(out)))
+    assert rows[0] == ["measure", "qid", "value"]
+    assert rows[1:] == [["map", "q1", "0.5"], ["P_2", "q1", "0.5"], ["map", "q2", "0.0"],
+                        ["P_2", "q2", "0.0"], ["map", "all", "0.25"], ["P_2", "all", "0.25"]]
+    status, out, _ = run_cli(capsys, "-m", "map", "--format", "json", q, r)
+    assert json.loads(out) == {"all": {"map": 0.25}}
+
+
+def test_trec_flags(capsys, files):
+    q, r = files()
+    status, out, _ = run_cli(capsys, "-m", "num_ret", "-m", "num_q", "-c", "-M1", q, r)
+    assert out == "num_q                 \tall\t2\nnum_ret               \tall\t2\n"
+    status, out, _ = run_cli(capsys, "-m", "num_rel", "-l2", q, r)
+    assert out == "num_rel               \tall\t1\n"
+    status, out, _ = run_cli(capsys, "-m", "num_ret", "-J", "-q", "-n", q, r)
+    assert out == "num_ret               \tq1\t2\nnum_ret               \tq2\t0\n"
+
+
+@pytest.mark.parametrize(
+    "qrels, run, where",
+    [
+        (QRELS, "q1 Q0 d1 1 0.9\n", "test.run:1"),  # too few fields
+        (QRELS, RUN + "q3 Q0 d1 1 high tag\n", "test.run:5"),  # score not a number
+        (QRELS + "q2 0 d2\n", RUN, "test.qrels:5"),  # too few fields
+        (QRELS + "q2 0 d2 yes\n", RUN, "test.qrels:5"),  # rel not a number
+        (QRELS + "q2 0 d2 1 extra\n", RUN, "test.qrels:5"),  # too many fields
+        (QRELS, RUN + "q1 Q0 d2 9 0.1 tag\n", "test.run:5"),  # a document twice in a query
+        ("", RUN, "test.qrels"),  # empty file
+        (QRELS, "\n# nothing\n", "test.run"),  # no data lines
+    ],
+)
+def test_malformed_input(capsys, files, qrels, run, where):
+    q, r = files(qrels, run)
+    status, out, err = run_cli(capsys, "-m", "all_trec", "-q", q, r)
+    assert status == 1
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("jaxrank: ")
+    assert where in err
+    assert "Traceback" not in err
+
+
+def test_missing_file(capsys, files, tmp_path):
+    q, r = files()
+    missing = str(tmp_path / "nope.run")
+    status, out, err = run_cli(capsys, q, missing)
+    assert (status, out) == (1, "")
+    assert err.count("\n") == 1 and "nope.run" in err
+
+
+@pytest.mark.parametrize("measure, hint", [("nDGC@10", "nDCG"), ("mapp", "map"), ("P(rel=x)@5", "rel")])
+def test_unknown_measure(capsys, files, measure, hint):
+    q, r = files()
+    status, out, err = run_cli(capsys, "-m", "map", "-m", measure, q, r)
+    assert (status, out) == (1, "")
+    assert err.count("\n") == 1 and measure in err and hint in err
+
+
+def test_usage_errors_are_one_line(capsys, files):
+    q, r = files()
+    for argv in (["-l", "two", q, r], ["--format", "xml", q, r], [q], ["-M", "-3", q, r]):
+        status, out, err = run_cli(capsys, *argv)
+        assert (status, out) == (1, ""), argv
+        assert err.count("\n") == 1, (argv, err)
+
+
+def test_no_common_query(capsys, files):
+    q, r = files(run="q9 Q0 d1 1 0.9 tag\n")
+    status, out, err = run_cli(capsys, q, r)
+    assert (status, out) == (1, "") and "no query" in err
+
+
+def test_ir_measures_strings_in_trec_format(capsys):
+    if not DATA.is_dir():
+        pytest.skip("trec_eval data missing")
+    q, r = str(DATA / "qrels.test"), str(DATA / "results.test")
+    status, out, _ = run_cli(capsys, "-m", "P.10", "-m", "P@10", "-m", "nDCG@10", "-m", "ndcg_cut.10", q, r)
+    lines = dict(line.split("\tall\t") for line in out.splitlines())
+    assert lines["P_10                  "] == lines["P@10                  "] == "0.3000"
+    assert lines["nDCG@10               "] == lines["ndcg_cut_10           "] == "0.3016"

@@ -1,0 +1,210 @@
+"""``jaxrank.evaluate`` against pytrec_eval-terrier and ir_measures on random data.
+
+The data have tied scores, graded labels 0..3, unjudged retrieved documents, negative rels
+(pooled but unjudged), relevant documents that were not retrieved, and queries missing on
+either side. Each reference is called once per data set; every measure it supports is
+compared per query within 1e-6 (tests run with jax x64).
+
+pytrec_eval-terrier bundles trec_eval 9.x, so jaxrank is called with ``version="9"`` (the
+recall cutoffs of ``iprec_at_recall``/``11pt_avg`` and float32 score comparisons differ
+from trec_eval 10.0, which the reference outputs of test_trec_eval_outputs.py pin down).
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import jaxrank
+from jaxrank.measures import MeasureError, parse_measures
+
+pytrec_eval = pytest.importorskip("pytrec_eval")
+
+
+def random_data(seed, n_queries=20, ties=True, numeric_qids=False):
+    """qrels and run dicts; see the module docstring."""
+    rng = np.random.default_rng(seed)
+    qrels, run = {}, {}
+    for i in range(n_queries):
+        qid = str(101 + i) if numeric_qids else f"q{i:02d}"
+        pool = [f"D{rng.integers(0, 10**6):06d}-{j}" for j in range(int(rng.integers(4, 50)))]
+        if i % 7 != 3:  # 3, 10, 17: only in the run
+            judged = rng.choice(len(pool), size=int(rng.integers(1, len(pool))), replace=False)
+            rels = rng.choice([-1, 0, 0, 0, 1, 1, 2, 3], size=judged.size)
+            qrels[qid] = {pool[j]: int(r) for j, r in zip(judged, rels)}
+            for j in range(int(rng.integers(0, 4))):  # judged, never retrieved
+                qrels[qid][f"X{i}-{j}"] = int(rng.integers(0, 4))
+        if i % 7 != 5:  # 5, 12, 19: only in the qrels
+            retrieved = rng.choice(len(pool), size=int(rng.integers(1, len(pool) + 1)), replace=False)
+            if ties:
+                scores = rng.integers(0, 6, size=retrieved.size) / 4.0
+            else:
+                scores = rng.permutation(retrieved.size) + rng.random() / 2
+            run[qid] = {pool[j]: float(s) for j, s in zip(retrieved, scores)}
+    return qrels, run
+
+
+def close(a, b, tol=1e-6):
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return abs(a - b) <= tol * max(1.0, abs(b))
+
+
+# pytrec_eval reports these as 0.0 (they are strings in trec_eval)
+NOT_NUMERIC = {"runid", "relstring"}
+PYTREC_MEASURES = sorted(set(pytrec_eval.supported_measures) - NOT_NUMERIC)
+SUMMARY_ONLY = {"num_q", "gm_map", "gm_bpref"}
+
+
+@pytest.mark.parametrize("seed, level, judged_only", [(0, 1, False), (1, 2, True)])
+def test_agrees_with_pytrec_eval(seed, level, judged_only):
+    qrels, run = random_data(seed)
+    evaluator = pytrec_eval.RelevanceEvaluator(
+        qrels, set(PYTREC_MEASURES), relevance_level=level, judged_docs_only_flag=judged_only
+    )
+    want = evaluator.evaluate(run)
+    got = jaxrank.evaluate(
+        qrels, run, PYTREC_MEASURES, per_query=True, rel_level=level, judged_only=judged_only, version="9"
+    )
+    assert set(got["per_query"]) == set(want) == set(qrels) & set(run)
+    names = set(next(iter(want.values())))
+    bad = []
+    for qid, values in want.items():
+        for name, value in values.items():
+            if name in SUMMARY_ONLY:
+                continue
+            if name == "num_rel" and level != 1:
+                continue  # pytrec_eval counts num_rel at level 1 whatever relevance_level is
+            mine = got["per_query"][qid][name]
+            if not close(float(mine), value):
+                bad.append((qid, name, mine, value))
+    assert not bad, bad[:10]
+    for name in ("gm_map", "gm_bpref"):
+        agg = pytrec_eval.compute_aggregated_measure(name, [v[name] for v in want.values()])
+        assert close(got["all"][name], agg), name
+    assert got["all"]["num_q"] == len(want)
+    covered = {c.name for m in parse_measures(PYTREC_MEASURES) for c in m.columns}
+    assert names - NOT_NUMERIC <= covered
+
+
+IR_MEASURES = [
+    "nDCG@10", "nDCG(dcg='exp-log2')@10", "P(rel=2)@5", "R@100", "AP", "AP@100", "RR", "RR@10",
+    "ERR@20", "Judged@10", "infAP", "IPrec@0.5", "Bpref", "Rprec", "Success@5", "SetP", "SetR",
+    "SetF(beta=0.5)", "SetAP", "NumQ", "NumRel", "NumRet(rel=1)", "NumRet", "MAP", "MRR",
+    "NDCG", "BPref", "RPrec", "NumRelRet", "SetRelP", "nDCG", "P@5", "nDCG(gains={0:0,1:1,2:5,3:20})@10",
+]
+# gdeval (a perl script bundled with ir_measures) prints 5 decimals
+GDEVAL = {"nDCG(dcg='exp-log2')@10", "ERR@20"}
+
+
+def test_agrees_with_ir_measures():
+    ir_measures = pytest.importorskip("ir_measures")
+    # numeric qids for gdeval; no tied scores: ir_measures' msmarco and judged providers
+    # break ties by docno ascending, trec_eval (and jaxrank) by docno descending
+    qrels, run = random_data(2, ties=False, numeric_qids=True)
+    parsed = {s: ir_measures.parse_measure(s) for s in IR_MEASURES}
+    got = jaxrank.evaluate(qrels, run, IR_MEASURES, per_query=True)
+    want: dict = {}
+    for metric in ir_measures.iter_calc(list(set(parsed.values())), qrels, run):
+        want.setdefault(metric.measure, {})[metric.query_id] = metric.value
+    bad, seen = [], set()
+    for s, measure in parsed.items():
+        assert measure in want, f"ir_measures gave nothing for {s}"
+        tol = 1e-5 if s in GDEVAL else 1e-6
+        for qid, value in want[measure].items():
+            if s == "NumQ":
+                continue
+            if qid not in run:  # some providers score queries missing from the run: 0
+                assert value == 0, (s, qid, value)
+                continue
+            mine = got["per_query"][qid][s]
+            seen.add(s)
+            if not close(float(mine), float(value), tol):
+                bad.append((s, qid, mine, value))
+    assert not bad, bad[:10]
+    assert len(seen) == len(IR_MEASURES) - 1
+    agg = ir_measures.calc_aggregate([parsed[s] for s in ("NumQ", "NumRel", "NumRet", "NumRelRet", "AP")], qrels, run)
+    assert got["all"]["NumQ"] == agg[parsed["NumQ"]]
+    assert got["all"]["NumRel"] == agg[parsed["NumRel"]]
+    assert got["all"]["NumRet"] == agg[parsed["NumRet"]]
+    assert got["all"]["NumRelRet"] == agg[parsed["NumRelRet"]]
+    # ir_measures averages over every query of the qrels, 0 for those the run lacks: -c
+    assert close(jaxrank.evaluate(qrels, run, ["AP"], complete=True)["AP"], agg[parsed["AP"]])
+
+
+def test_rbp():
+    # No ir_measures provider computes RBP offline (trectools and cwl_eval are not
+    # installed), so RBP is checked against trec_eval's rbp and against metrics.rbp.
+    qrels, run = random_data(3)
+    got = jaxrank.evaluate(qrels, run, ["RBP(p=0.8)", "rbp.p=0.8", "RBP(p=0.5, rel=2)", "RBP(p=0.5)@5"],
+                           per_query=True)
+    one = {q: {d: min(max(r, 0), 1) for d, r in docs.items()} for q, docs in qrels.items()}
+    binary = jaxrank.evaluate(one, run, ["RBP(p=0.8)", "rbp.p=0.8"], per_query=True)
+    for qid, values in got["per_query"].items():
+        assert values["RBP(p=0.8)"] == values["rbp_p=0.8"]
+        # binary labels: trec_eval's graded rbp is RBP with rel=1
+        assert close(binary["per_query"][qid]["RBP(p=0.8)"], binary["per_query"][qid]["rbp_p=0.8"])
+        docs = sorted(run[qid].items(), key=lambda kv: (-kv[1], tuple(-b for b in kv[0].encode())))
+        labels = [qrels[qid].get(d, 0) for d, _ in docs]
+        want = sum((1 - 0.5) * 0.5**i for i, y in enumerate(labels) if y >= 2)
+        assert close(values["RBP(p=0.5, rel=2)"], want)
+        top = max([0] + [y for y in qrels[qid].values()])
+        want5 = sum(0.5 * 0.5**i * (max(y, 0) / top if top > 1 else max(y, 0)) for i, y in enumerate(labels[:5]))
+        assert close(values["RBP(p=0.5)@5"], want5)
+
+
+def test_measure_strings_and_aliases():
+    names = lambda ms: [c.name for m in parse_measures(ms) for c in m.columns]  # noqa: E731
+    assert names(["P.10,5", "ndcg_cut.10"]) == ["P_5", "P_10", "ndcg_cut_10"]
+    assert names(["all_trec", "P.5"])[names(["all_trec", "P.5"]).index("P_5") + 1] == "relstring"
+    assert names(["P.5", "map"]) == ["map", "P_5"]  # trec_eval's order
+    assert names(["iprec_at_recall..5,.25"]) == ["iprec_at_recall_0.25", "iprec_at_recall_0.50"]
+    assert names(["ndcg.1=3,2=9"]) == ["ndcg_1=3,2=9"]
+    assert len(names(["official"])) == 1 + 1 + 3 + 5 + 11 + 9
+    qrels, run = random_data(4)
+    got = jaxrank.evaluate(
+        qrels, run, ["MAP", "AP", "map", "MRR", "RR", "recip_rank", "NDCG", "nDCG", "ndcg",
+                     "BPref", "Bpref", "bpref", "RPrec", "Rprec", "NumRelRet", "NumRet(rel=1)",
+                     "num_rel_ret", "SetRelP", "SetP(relative=True)", "set_relative_P",
+                     "nDCG@10", "ndcg_cut.10", "P@5", "P.5", "IPrec@0.5", "iprec_at_recall.0.5"],
+    )
+    for group in (("MAP", "AP", "map"), ("MRR", "RR", "recip_rank"), ("NDCG", "nDCG", "ndcg"),
+                  ("BPref", "Bpref", "bpref"), ("RPrec", "Rprec"), ("NumRelRet", "NumRet(rel=1)", "num_rel_ret"),
+                  ("SetRelP", "SetP(relative=True)", "set_relative_P"), ("nDCG@10", "ndcg_cut_10"),
+                  ("P@5", "P_5"), ("IPrec@0.5", "iprec_at_recall_0.50")):
+        assert len({got[n] for n in group}) == 1, group
+
+
+@pytest.mark.parametrize(
+    "bad, hint",
+    [("nDGC@10", "nDCG"), ("ndcg_cutt.10", "ndcg_cut"), ("mapp", "map"), ("P(rell=2)@5", "rel"),
+     ("P", None), ("P@0", "positive"), ("utility.1,2", "4 coefficients"), ("P.5,5", "duplicate")],
+)
+def test_bad_measures(bad, hint):
+    if bad == "P":  # trec_eval's P with its default cutoffs: fine
+        parse_measures([bad])
+        return
+    with pytest.raises(MeasureError) as e:
+        parse_measures([bad])
+    assert hint in str(e.value)
+
+
+def test_inputs_and_outputs():
+    qrels, run = random_data(5)
+    records_q = [(q, d, r) for q, docs in qrels.items() for d, r in docs.items()]
+    records_r = [(q, d, s) for q, docs in run.items() for d, s in docs.items()]
+    pd = pytest.importorskip("pandas")
+    frame_q = pd.DataFrame(records_q, columns=["query_id", "doc_id", "relevance"])
+    frame_r = pd.DataFrame(records_r, columns=["query_id", "doc_id", "score"])
+    a = jaxrank.evaluate(qrels, run, ["map", "P.5", "nDCG@10"])
+    b = jaxrank.evaluate(frame_q, frame_r, ["map", "P.5", "nDCG@10"])
+    assert a == b
+    frame = jaxrank.evaluate(qrels, run, ["map", "num_ret", "runid"], per_query=True, as_frame=True)
+    assert list(frame.columns) == ["runid", "num_ret", "map"]  # trec_eval's order
+    assert frame.loc["all", "map"] == pytest.approx(a["map"])
+    assert len(frame) == len(set(qrels) & set(run)) + 1
+    complete = jaxrank.evaluate(qrels, run, ["map", "num_q"], complete=True)
+    assert complete["num_q"] == len(qrels)
+    assert complete["map"] == pytest.approx(a["map"] * len(set(qrels) & set(run)) / len(qrels))
+    with pytest.raises(ValueError, match="no query"):
+        jaxrank.evaluate({"a": {"d": 1}}, {"b": {"d": 1.0}}, ["map"])

@@ -1,0 +1,433 @@
+"""Smooth rankers: limits, gradients, masks, the permutahedron projection, transforms."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jax.test_util import check_grads
+
+import jaxrank
+from jaxrank import soft
+
+# name -> ranker at a temperature / strength
+RANKERS = {
+    "approx": lambda t: jaxrank.approx(t),
+    "softrank_l2": lambda t: jaxrank.softrank(t),
+    "softrank_kl": lambda t: jaxrank.softrank(t, "kl"),
+    "neuralsort": lambda t: jaxrank.neuralsort(t),
+    "neuralsort_sinkhorn": lambda t: jaxrank.neuralsort(t, sinkhorn=3),
+    "softsort": lambda t: jaxrank.softsort(t),
+    "softsort_sinkhorn": lambda t: jaxrank.softsort(t, sinkhorn=3),
+    "gumbel_approx": lambda t: jaxrank.gumbel(jaxrank.approx(t), samples=3, key=1),
+}
+NO_CASCADE = {"softrank_l2", "softrank_kl"}
+# Gumbel noise is O(1): the wrapped ranker sees hard ranks once the scores are scaled up.
+SCALE = {"gumbel_approx": 1e3}
+
+METRICS = {
+    "ndcg@3": lambda s, y, w, r: jaxrank.ndcg(s, y, k=3, where=w, ranker=r),
+    "ndcg": lambda s, y, w, r: jaxrank.ndcg(s, y, where=w, ranker=r, gain="exp"),
+    "dcg@3": lambda s, y, w, r: jaxrank.dcg(s, y, k=3, where=w, ranker=r),
+    "precision@3": lambda s, y, w, r: jaxrank.precision(s, y, k=3, where=w, ranker=r),
+    "recall@3": lambda s, y, w, r: jaxrank.recall(s, y, k=3, where=w, ranker=r),
+    "average_precision": lambda s, y, w, r: jaxrank.average_precision(s, y, where=w, ranker=r),
+    "average_precision@3": lambda s, y, w, r: jaxrank.average_precision(s, y, k=3, where=w, ranker=r),
+    "reciprocal_rank": lambda s, y, w, r: jaxrank.reciprocal_rank(s, y, where=w, ranker=r),
+    "success@2": lambda s, y, w, r: jaxrank.success(s, y, k=2, where=w, ranker=r),
+    "rbp": lambda s, y, w, r: jaxrank.rbp(s, y, where=w, ranker=r, p=0.7),
+    "r_precision": lambda s, y, w, r: jaxrank.r_precision(s, y, where=w, ranker=r),
+    "err@3": lambda s, y, w, r: jaxrank.err(s, y, k=3, where=w, ranker=r),
+}
+
+
+def _metric_names(ranker_name):
+    return [m for m in METRICS if not (m.startswith("err") and ranker_name in NO_CASCADE)]
+
+
+# One of each operation: linear, count_before, survival, cascade (and a cutoff).
+OPS = ("ndcg@3", "average_precision", "reciprocal_rank", "success@2", "err@3")
+
+
+def _ops(ranker_name):
+    return tuple(m for m in OPS if m in _metric_names(ranker_name))
+
+
+def _metrics(scores, labels, where, ranker, names, share):
+    """The metrics ``names``, through ``ranker=`` or through one shared Ranks."""
+    if share:
+        ranker = ranker(scores, where)
+    return jnp.stack([METRICS[m](scores, labels, where, ranker) for m in names], axis=-1)
+
+
+_all_metrics = jax.jit(functools.partial(_metrics, share=False), static_argnames=("ranker", "names"))
+
+
+@functools.partial(jax.jit, static_argnames=("ranker", "names"))
+def _total_and_grad(scores, labels, where, ranker, names):
+    def total(s):
+        return jnp.sum(_metrics(s, labels, where, ranker, names, share=True))
+
+    return jax.value_and_grad(total)(scores)
+
+
+def _tie_free(seed, batch=4, n=8):
+    """Scores with gaps of at least 0.8, labels 0..3, one list partly masked."""
+    rng = np.random.default_rng(seed)
+    scores = np.stack([rng.permutation(n) for _ in range(batch)]).astype(float)
+    scores = scores + rng.uniform(0, 0.2, scores.shape)
+    labels = rng.integers(0, 4, (batch, n))
+    labels[:, 0] = np.maximum(labels[:, 0], 1)  # every list has a relevant item
+    where = np.ones((batch, n), bool)
+    where[-1, [2, 5]] = False
+    return jnp.asarray(scores), jnp.asarray(labels), jnp.asarray(where)
+
+
+# ---------------------------------------------------------------------------------
+# Limits
+# ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", list(RANKERS))
+def test_soft_metrics_converge_to_hard_metrics_as_temperature_vanishes(name):
+    scores, labels, where = _tie_free(seed=3)
+    names = tuple(_metric_names(name))
+    hard = np.asarray(_all_metrics(scores, labels, where, jaxrank.hard("stable"), names))
+    scaled = scores * SCALE.get(name, 1.0)
+    cold = np.asarray(_all_metrics(scaled, labels, where, RANKERS[name](1e-3), names))
+    warm = np.asarray(_all_metrics(scores, labels, where, RANKERS[name](2.0), names))
+    for j, metric in enumerate(names):
+        np.testing.assert_allclose(cold[:, j], hard[:, j], atol=1e-6, err_msg=f"{name} {metric}")
+    # ...and the relaxation is a real one: far from the hard values when warm.
+    assert np.max(np.abs(warm - hard)) > 1e-2
+
+
+@pytest.mark.parametrize("name", sorted(NO_CASCADE))
+def test_softrank_has_no_cascade_so_err_raises(name):
+    scores, labels, where = _tie_free(seed=0)
+    with pytest.raises(ValueError, match="cascade"):
+        jaxrank.err(scores, labels, k=3, where=where, ranker=RANKERS[name](0.1))
+
+
+def test_gumbel_around_the_exact_ranker_samples_plackett_luce():
+    # P(item 0 first) = e^1 / (e^1 + e^0); RR = P + (1 - P) / 2.
+    p = np.exp(1.0) / (np.exp(1.0) + 1.0)
+    ranker = jaxrank.gumbel(jaxrank.hard("stable"), samples=20000, key=7)
+    got = float(jaxrank.reciprocal_rank(jnp.array([1.0, 0.0]), jnp.array([1, 0]), ranker=ranker))
+    assert abs(got - (p + (1 - p) / 2)) < 0.01
+
+
+# ---------------------------------------------------------------------------------
+# Gradients
+# ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", list(RANKERS))
+def test_gradients_match_finite_differences(name):
+    rng = np.random.default_rng(11)
+    scores = jnp.asarray(rng.normal(size=(2, 6)))
+    labels = jnp.asarray(np.maximum(rng.integers(0, 3, (2, 6)), np.eye(2, 6, dtype=int)))
+    where = jnp.asarray(np.array([[True] * 6, [True, True, False, True, True, True]]))
+    ranker = RANKERS[name](0.7)
+    names = _ops(name)
+    metrics = jax.jit(functools.partial(_metrics, share=True), static_argnames=("ranker", "names"))
+
+    def f(s):
+        return jnp.sum(metrics(s, labels, where, ranker, names) * jnp.arange(1, len(names) + 1))
+
+    check_grads(f, (scores,), order=1, modes=["rev"], atol=1e-5, rtol=1e-4)
+
+
+def _edge_cases(dtype):
+    """One batch holding every hard case, one per row."""
+    n = 6
+    rows = [
+        ([0.3, -1.2, 2.0, 0.1, 0.7, -0.4], [1, 0, 2, 0, 0, 1], [1, 1, 0, 1, 0, 1]),  # masked items
+        ([0.3, -1.2, 2.0, 0.1, 0.7, -0.4], [1, 0, 2, 0, 0, 1], [0] * n),  # fully masked list
+        ([0.3, -1.2, 2.0, 0.1, 0.7, -0.4], [0] * n, [1] * n),  # all-zero labels
+        ([1.0, 1.0, 1.0, 0.0, 0.0, 1.0], [1, 0, 2, 0, 1, 0], [1] * n),  # tied scores
+        ([0.5] * n, [1, 0, 0, 2, 0, 0], [1] * n),  # all tied
+        ([1e30, -1e30, 3e29, -2e30, 1e30, 0.0], [1, 0, 2, 0, 1, 0], [1] * n),  # huge magnitudes
+        ([-1e30, 1e30, 0.0, 5.0, -5.0, 1e30], [0, 1, 0, 3, 0, 1], [1, 1, 1, 0, 1, 1]),
+    ]
+    scores = jnp.asarray([r[0] for r in rows], dtype)
+    labels = jnp.asarray([r[1] for r in rows])
+    where = jnp.asarray([r[2] for r in rows], bool)
+    return scores, labels, where
+
+
+@pytest.mark.parametrize("name", list(RANKERS))
+def test_gradients_are_finite_for_masks_ties_zero_labels_and_huge_scores(name):
+    names = _ops(name)
+    for dtype in (jnp.float64, jnp.float32, jnp.bfloat16):
+        scores, labels, where = _edge_cases(dtype)
+        value, grad = _total_and_grad(scores, labels, where, RANKERS[name](0.5), names)
+        assert grad.dtype == dtype
+        assert np.isfinite(float(value)), (name, dtype)
+        assert np.all(np.isfinite(np.asarray(grad, np.float64))), (name, dtype, grad)
+        # masked items get no gradient
+        assert np.all(np.asarray(grad, np.float64)[~np.asarray(where)] == 0), (name, dtype)
+
+
+@pytest.mark.parametrize("name", ["approx", "softrank_l2", "neuralsort", "softsort"])
+def test_masked_padding_may_hold_infinite_scores(name):
+    scores, labels, where = _tie_free(seed=5)
+    padded = jnp.where(where, scores, -jnp.inf)
+    names = ("ndcg@3", "average_precision", "reciprocal_rank")
+    v1, g1 = _total_and_grad(scores, labels, where, RANKERS[name](0.5), names)
+    v2, g2 = _total_and_grad(padded, labels, where, RANKERS[name](0.5), names)
+    np.testing.assert_allclose(v1, v2, rtol=1e-12)
+    np.testing.assert_allclose(g1, g2, rtol=1e-10, atol=1e-14)
+
+
+# ---------------------------------------------------------------------------------
+# Masks and transformations
+# ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", list(RANKERS))
+def test_padding_with_masked_items_changes_neither_values_nor_gradients(name):
+    scores, labels, where = _tie_free(seed=8, batch=3, n=6)
+    rng = np.random.default_rng(0)
+    pad = 3
+    # Gumbel noise is drawn per slot: padding keeps the real items' noise only
+    # when it is appended; the other rankers accept padding anywhere.
+    slots = np.arange(6 + pad) if name.startswith("gumbel") else rng.permutation(6 + pad)
+    real = np.sort(slots[:6])
+    big_s = np.asarray(rng.normal(size=(3, 6 + pad)) * 100)
+    big_y = rng.integers(0, 4, (3, 6 + pad))
+    big_w = np.zeros((3, 6 + pad), bool)
+    big_s[:, real], big_y[:, real], big_w[:, real] = scores, labels, where
+    names = _ops(name)
+    ranker = RANKERS[name](0.5)
+    v1, g1 = _total_and_grad(scores, labels, where, ranker, names)
+    v2, g2 = _total_and_grad(jnp.asarray(big_s), jnp.asarray(big_y), jnp.asarray(big_w), ranker, names)
+    np.testing.assert_allclose(v2, v1, rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(g2)[:, real], g1, rtol=1e-8, atol=1e-12)
+    assert np.all(np.delete(np.asarray(g2), real, axis=1) == 0)
+
+
+@pytest.mark.parametrize("name", list(RANKERS))
+def test_jit_equals_eager_and_vmap_equals_a_python_loop(name):
+    scores, labels, where = _tie_free(seed=9, batch=3, n=6)
+    ranker = RANKERS[name](0.5)
+    names = _ops(name)
+
+    def f(s, y, w):
+        return _metrics(s, y, w, ranker, names, share=True)
+
+    def g(s, y, w):
+        return jax.value_and_grad(lambda x: f(x, y, w).sum())(s)
+
+    jitted = jax.jit(f)(scores, labels, where)
+    if name in ("approx", "softrank_l2", "neuralsort"):  # eager runs recompile every loop: once is enough
+        np.testing.assert_allclose(np.asarray(f(scores, labels, where)), jitted, rtol=1e-12, atol=1e-14)
+    mapped_value, mapped_grad = jax.jit(jax.vmap(g))(scores, labels, where)
+    one = jax.jit(g)
+    looped = [one(scores[b], labels[b], where[b]) for b in range(3)]
+    np.testing.assert_allclose(mapped_value, [v for v, _ in looped], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(mapped_grad, np.stack([d for _, d in looped]), rtol=1e-10, atol=1e-12)
+    if not name.startswith("gumbel"):  # the noise of one list differs from that of a batch
+        np.testing.assert_allclose(jax.vmap(f)(scores, labels, where), jitted, rtol=1e-12, atol=1e-14)
+
+
+def test_rankers_are_hashable_frozen_and_usable_as_defaults():
+    for make in RANKERS.values():
+        a, b = make(0.25), make(0.25)
+        assert a == b and hash(a) == hash(b)
+        assert a != make(0.5)
+        assert a.smooth is True
+        with pytest.raises(Exception):
+            a.temperature = 1.0  # frozen
+
+    def metric(s, y, ranker=jaxrank.softrank(0.01)):
+        return jaxrank.ndcg(s, y, ranker=ranker)
+
+    assert float(metric(jnp.array([2.0, 1.0]), jnp.array([1, 0]))) == 1.0
+    key = jax.random.PRNGKey(3)
+    assert jaxrank.gumbel(jaxrank.approx(), key=key) == jaxrank.gumbel(jaxrank.approx(), key=jax.random.PRNGKey(3))
+    assert jaxrank.gumbel(jaxrank.approx(), key=key) != jaxrank.gumbel(jaxrank.approx(), key=4)
+
+
+def test_gumbel_takes_a_traced_key_under_jit():
+    scores, labels, where = _tie_free(seed=1)
+
+    @jax.jit
+    def f(key):
+        return jaxrank.ndcg(scores, labels, k=3, where=where, ranker=jaxrank.gumbel(jaxrank.softrank(0.1), 2, key))
+
+    a, b = f(jax.random.PRNGKey(0)), f(jax.random.PRNGKey(1))
+    assert a.shape == (4,) and not np.allclose(a, b)
+
+
+def test_ranks_are_pytrees_and_can_be_shared_between_metrics():
+    scores, labels, where = _tie_free(seed=2)
+    for name in ("approx", "softrank_kl", "softsort", "gumbel_approx"):
+        ranker = RANKERS[name](0.5)
+        ranks = jax.jit(lambda s, w: ranker(s, w))(scores, where)  # a pytree crosses jit
+        assert ranks.smooth and ranks.size == scores.shape[-1]
+        shared = jax.jit(lambda r: jaxrank.ndcg(scores, labels, k=3, where=where, ranker=r))(ranks)
+        np.testing.assert_allclose(shared, _all_metrics(scores, labels, where, ranker, ("ndcg@3",))[:, 0], rtol=1e-12)
+
+
+def test_one_soft_cutoff_is_shared_by_the_point_rank_rankers():
+    scores = jnp.array([[0.3, 2.0, -1.0, 0.5]])
+    pos, k = jnp.array([1.0, 2.6, 3.0]), jnp.array(2.0)
+    for ranker, tau in [
+        (jaxrank.approx(0.3), 0.3),
+        (jaxrank.softrank(0.2), 0.2),
+        (jaxrank.softrank(0.2, "kl"), 0.2),
+        (jaxrank.approx(0.3, cutoff_temperature=0.05), 0.05),
+        (jaxrank.softrank(0.2, cutoff_temperature=0.05), 0.05),
+    ]:
+        np.testing.assert_array_equal(ranker(scores).cutoff(pos, k), jaxrank.soft_cutoff(pos, k, tau))
+    np.testing.assert_allclose(jaxrank.soft_cutoff(jnp.array([2.0, 3.0]), 2.0, 1e-3), [1.0, 0.0], atol=1e-12)
+    # permutation-matrix rankers evaluate f at integer positions: the exact indicator
+    np.testing.assert_array_equal(jaxrank.neuralsort(0.3)(scores).cutoff(pos, k), [1.0, 0.0, 0.0])
+
+
+def test_approx_pairwise_counts_equal_the_generic_rank_again_route():
+    scores, labels, where = _tie_free(seed=4)
+    ranks = jaxrank.approx(0.7)(scores, where)
+    w = ((labels >= 1) & where).astype(scores.dtype)
+    g = jnp.where(where, labels.astype(scores.dtype) + 0.5, 0)  # also off the support of w
+
+    def f(pos):
+        return (1 / pos)[..., None]
+
+    np.testing.assert_allclose(
+        ranks.count_before(g, f, w), soft.PointRanks.count_before(ranks, g, f, w), rtol=1e-10
+    )
+    # survival differs by design: independent pairs vs. a soft "first among w"
+    assert soft.PointRanks.survival(ranks, g, f, w).shape == ranks.survival(g, f, w).shape
+
+
+def test_invalid_arguments_raise_value_errors():
+    for bad in (
+        lambda: jaxrank.approx(0.0),
+        lambda: jaxrank.approx(-1.0),
+        lambda: jaxrank.softrank(1.0, "l1"),
+        lambda: jaxrank.softrank(float("inf")),
+        lambda: jaxrank.neuralsort(1.0, sinkhorn=-1),
+        lambda: jaxrank.softsort(1.0, sinkhorn=1.5),
+        lambda: jaxrank.gumbel(jaxrank.approx(), samples=0),
+        lambda: jaxrank.gumbel("approx"),
+    ):
+        with pytest.raises(ValueError):
+            bad()
+
+
+# ---------------------------------------------------------------------------------
+# softrank: the permutahedron projection
+# ---------------------------------------------------------------------------------
+def _np_logsumexp(x):
+    top = np.max(x)
+    return top + np.log(np.sum(np.exp(x - top)))
+
+
+def numpy_soft_ranks(scores, strength, regularization):
+    """Plain numpy reference: sort, then pool adjacent violators with a list of
+    blocks, recomputing every block value from scratch (Blondel et al., 2020,
+    Prop. 3: P(z, w) = z - v(z_sorted, w), w = (n, ..., 1))."""
+    z = -np.asarray(scores, float) / strength
+    n = len(z)
+    order = np.argsort(-z, kind="stable")
+    zs, w = z[order], np.arange(n, 0, -1.0)
+    if regularization == "l2":
+        def value(a, b):
+            return np.mean(zs[a:b] - w[a:b])
+    else:
+        def value(a, b):
+            return _np_logsumexp(zs[a:b]) - _np_logsumexp(w[a:b])
+    blocks = []
+    for i in range(n):
+        blocks.append([i, i + 1])
+        while len(blocks) > 1 and value(*blocks[-2]) < value(*blocks[-1]):
+            end = blocks.pop()[1]
+            blocks[-1][1] = end
+    v = np.empty(n)
+    for a, b in blocks:
+        v[a:b] = value(a, b)
+    ranks = np.empty(n)
+    ranks[order] = zs - v
+    return ranks
+
+
+@functools.partial(jax.jit, static_argnames=("strength", "regularization"))
+def _jit_soft_ranks(scores, where, strength, regularization):
+    return jaxrank.soft_ranks(scores, where, strength=strength, regularization=regularization)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    values=st.lists(st.integers(-4, 4), min_size=9, max_size=9),
+    jitter=st.lists(st.floats(-0.3, 0.3), min_size=9, max_size=9),
+    mask=st.lists(st.booleans(), min_size=9, max_size=9),
+    scale=st.sampled_from([0.1, 0.5, 2.0]),
+    strength=st.sampled_from([0.1, 1.0, 5.0]),
+    regularization=st.sampled_from(["l2", "kl"]),
+)
+def test_softrank_matches_a_numpy_pool_adjacent_violators_reference(values, jitter, mask, scale, strength, regularization):
+    # integer values make ties; jitter, when zeroed by hypothesis, keeps them
+    scores = np.asarray(values, float) * scale + np.asarray(jitter) * (np.asarray(values) % 2)
+    where = np.asarray(mask)
+    got = np.asarray(_jit_soft_ranks(jnp.asarray(scores), jnp.asarray(where), strength, regularization))
+    want = numpy_soft_ranks(scores[where], strength, regularization)
+    np.testing.assert_allclose(got[where], want, atol=1e-5)
+    assert np.all(got[~where] == where.sum() + 1)
+
+
+@pytest.mark.parametrize("regularization", ["l2", "kl"])
+def test_softrank_matches_the_reference_on_a_batch_with_ties_and_masks(regularization):
+    rng = np.random.default_rng(2)
+    scores = np.round(rng.normal(size=(6, 40)) * 3) / 3  # many ties
+    where = rng.random((6, 40)) > 0.2
+    where[1] = False
+    where[2, 1:] = False
+    for strength in (0.05, 0.5, 3.0):
+        got = np.asarray(_jit_soft_ranks(jnp.asarray(scores), jnp.asarray(where), strength, regularization))
+        for b in range(6):
+            want = numpy_soft_ranks(scores[b][where[b]], strength, regularization)
+            np.testing.assert_allclose(got[b][where[b]], want, atol=1e-5)
+
+
+def test_soft_ranks_lie_in_the_permutahedron_and_tend_to_exact_and_mean_ranks():
+    rng = np.random.default_rng(6)
+    scores = jnp.asarray(rng.normal(size=(3, 30)))
+    m = 30
+    where = jnp.ones(scores.shape, bool)
+    for strength in (0.01, 1.0, 100.0):
+        l2 = np.asarray(_jit_soft_ranks(scores, where, strength, "l2"))
+        kl = np.asarray(_jit_soft_ranks(scores, where, strength, "kl"))
+        np.testing.assert_allclose(l2.sum(-1), m * (m + 1) / 2, rtol=1e-10)
+        np.testing.assert_allclose(np.log(np.exp(kl).sum(-1)), np.log(np.exp(np.arange(1, m + 1)).sum()), rtol=1e-10)
+        assert l2.min() >= 1 and l2.max() <= m and kl.min() >= 1 and kl.max() <= m
+    exact = 1 + np.argsort(np.argsort(-np.asarray(scores), axis=-1), axis=-1)
+    np.testing.assert_array_equal(_jit_soft_ranks(scores * 100, where, 0.01, "l2"), exact)
+    np.testing.assert_allclose(_jit_soft_ranks(scores, where, 1e6, "l2"), (m + 1) / 2, atol=1e-4)
+
+
+def test_softrank_gradient_is_the_block_average_rule():
+    # Two pooled items (gap < strength) share d(rank)/d(score) = -1/(2 eps) off-diagonal.
+    s = jnp.array([1.0, 0.8, -3.0])
+    jac = np.asarray(jax.jacrev(lambda x: jaxrank.soft_ranks(x, strength=1.0))(s))
+    np.testing.assert_allclose(jac, [[-0.5, 0.5, 0.0], [0.5, -0.5, 0.0], [0.0, 0.0, 0.0]], atol=1e-12)
+
+
+def test_fully_masked_and_empty_inputs():
+    for name in RANKERS:
+        out = _all_metrics(jnp.zeros((2, 4)), jnp.ones((2, 4)), jnp.zeros((2, 4), bool), RANKERS[name](0.5), _ops(name))
+        np.testing.assert_array_equal(out, 0.0)
+    assert jaxrank.soft_ranks(jnp.zeros((3, 0))).shape == (3, 0)
+
+
+# ---------------------------------------------------------------------------------
+# Memory: blocked pairwise terms and O(n) softrank, checked on the compiled program
+# ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "ranker, shape, limit",
+    [(jaxrank.approx(), (8, 16384), 256 << 20), (jaxrank.softrank(), (8, 65536), 256 << 20)],
+)
+def test_value_and_gradient_memory_is_subquadratic(ranker, shape, limit):
+    f = jax.jit(jax.value_and_grad(lambda s, y: jaxrank.ndcg(s, y, k=10, ranker=ranker).mean()))
+    spec = jax.ShapeDtypeStruct(shape, jnp.float32)
+    analysis = f.lower(spec, spec).compile().memory_analysis()
+    # a dense [8, 16384, 16384] float32 pair matrix alone would be 8 GiB
+    assert analysis.temp_size_in_bytes < limit

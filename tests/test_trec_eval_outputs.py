@@ -1,0 +1,59 @@
+"""``jaxrank eval`` reproduces trec_eval 10.0's own test outputs byte for byte.
+
+The inputs and expected outputs are trec_eval's test suite (``../shared/data/trec_eval``);
+the command lines are those of trec_eval's Makefile target ``quicktest``. The CLI runs
+in-process (``main(argv)``), which is much faster than a subprocess per file.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from jaxrank.cli import main
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec_eval"
+
+# expected output file -> trec_eval arguments (files relative to DATA)
+CASES = {
+    "out.test": ["qrels.test", "results.test"],
+    "out.test.a": ["-m", "all_trec", "qrels.test", "results.test"],
+    "out.test.aq": ["-m", "all_trec", "-q", "qrels.test", "results.test"],
+    "out.test.aqc": ["-m", "all_trec", "-q", "-c", "qrels.test", "results.trunc"],
+    "out.test.aqcM": ["-m", "all_trec", "-q", "-c", "-M100", "qrels.test", "results.trunc"],
+    "out.test.aql": ["-m", "all_trec", "-mrelstring.20", "-q", "-l2", "qrels.rel_level", "results.test"],
+    "out.test.meas_params": [
+        "-q", "-miprec_at_recall..10,.20,.25,.75,.50", "-m", "P.5,7,3", "-m", "recall.20,2000",
+        "-m", "Rprec_mult.5.0,0.2,0.35", "-mutility.2,-1,0,0", "-m", "11pt_avg..25,.5,.75",
+        "-mndcg.1=3,2=9,4=4.5", "-mndcg_cut.10,20,23.4", "-msuccess.2,5,20",
+        "qrels.test", "results.test",
+    ],
+}
+
+
+def _argv(args):
+    return ["eval"] + [str(DATA / a) if (DATA / a).is_file() else a for a in args]
+
+
+@pytest.fixture(scope="module")
+def data():
+    if not DATA.is_dir():
+        pytest.fail(f"trec_eval reference data missing: {DATA}")
+    return DATA
+
+
+@pytest.mark.parametrize("expected", sorted(CASES))
+def test_byte_identical(data, expected, capsysbinary):
+    status = main(_argv(CASES[expected]))
+    out, err = capsysbinary.readouterr()
+    assert status == 0, err.decode()
+    assert err == b""
+    want = (data / expected).read_bytes()
+    if out != want:  # show the first differing lines
+        got_lines, want_lines = out.decode().splitlines(), want.decode().splitlines()
+        diff = [(i, g, w) for i, (g, w) in enumerate(zip(got_lines, want_lines)) if g != w][:5]
+        pytest.fail(f"{expected}: {len(got_lines)} vs {len(want_lines)} lines; first diffs {diff}")
+
+
+def test_qrels_with_comments_give_the_same_output(data, capsysbinary):
+    assert main(_argv(["qrels.test.with-comments", "results.test"])) == 0
+    assert capsysbinary.readouterr().out == (data / "out.test").read_bytes()
