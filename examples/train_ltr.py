@@ -21,8 +21,8 @@ beside LightGBM's LambdaRank with the parameters of LightGBM's own example
 Evaluation follows trec_eval's nDCG: linear gain, log2 discount, the ideal DCG
 from the query's own labels (every judged document of this data set is in its
 list, so the list is complete), 0 for a query without a relevant document, the
-mean over all 50 test queries. Ties are scored with ``jaxrank.hard()``'s default
-policy ``"expected"`` (the mean over the orders of each tie group), so that a
+mean over all 50 test queries. Ties are scored with ``jaxrank.hard("expected")``
+(the mean over the orders of each tie group), so that a
 model which gives equal scores earns nothing from the order of the input.
 
 Hyperparameters (``DEFAULTS`` and ``LOSS_DEFAULTS`` below) were chosen on a
@@ -102,7 +102,7 @@ def load_lambdarank(
     *,
     valid_fraction: float = 0.0,
     split_seed: int = 0,
-    transform: str = "standard",
+    transform: str = "quantile",
     raw: bool = False,
 ):
     """Reads ``rank.train`` / ``rank.test`` (+ ``.query``) into padded splits.
@@ -114,8 +114,9 @@ def load_lambdarank(
     ``transform="quantile"`` each feature is first replaced by its empirical CDF
     over the training documents (ties at their mid-rank). Padding stays 0.
 
-    With ``raw=True`` returns the flat ``(train, test)`` :class:`SvmlightData`
-    pair instead, with ``valid`` carved out of train the same way (for LightGBM).
+    With ``raw=True`` returns the untransformed flat ``(train, valid, test)``
+    instead, each ``(features, labels, group_sizes)`` (``valid`` is ``None``
+    without a split), for LightGBM.
     """
     data_dir = Path(data_dir)
     train = read_svmlight(data_dir / "rank.train", data_dir / "rank.train.query")
@@ -285,7 +286,7 @@ def evaluate(params, split: Split, query_norm: bool = False) -> np.ndarray:
 
 def _evaluate_one(params, x, y, where, query_norm):
     scores = score(params, x, where, query_norm=query_norm)
-    per_query = jaxrank.ndcg(scores, y, k=CUTOFFS, where=where, ranker=jaxrank.hard())
+    per_query = jaxrank.ndcg(scores, y, k=CUTOFFS, where=where, ranker=jaxrank.hard("expected"))
     return jaxrank.aggregate(per_query)
 
 
@@ -414,7 +415,7 @@ def run_lightgbm(data_dir, seed: int, *, valid_fraction: float = 0.0, split_seed
     scores = model.predict(features)
     padded = np.zeros(where.shape, np.float32)
     padded[where] = scores
-    per_query = jaxrank.ndcg(padded, y, k=CUTOFFS, where=where, ranker=jaxrank.hard())
+    per_query = jaxrank.ndcg(padded, y, k=CUTOFFS, where=where, ranker=jaxrank.hard("expected"))
     return np.asarray(jaxrank.aggregate(per_query))
 
 
@@ -431,8 +432,14 @@ def run(
     base: Config = DEFAULTS,
     progress: bool = True,
 ) -> dict:
-    """Trains every loss over every seed; returns a JSON-ready dict of results."""
-    from tqdm.auto import tqdm
+    """Trains every loss over every seed; returns a JSON-ready dict of results.
+
+    ``progress``: a tqdm bar per loss (needs ``tqdm``).
+    """
+    if progress:
+        from tqdm.auto import tqdm
+    else:
+        tqdm = None
 
     overrides = overrides or {}
     cache: dict = {}
@@ -456,11 +463,12 @@ def run(
         loss_fn = make_loss(name, cfg.temperature)
         data = data_for(cfg.transform)
         eval_split = data.valid if valid_fraction > 0 else data.test
-        bar = tqdm(total=cfg.steps, desc=f"{name} x{len(seeds)} seeds", disable=not progress,
-                   leave=True, dynamic_ncols=True)
+        bar = None if tqdm is None else tqdm(total=cfg.steps, desc=f"{name} x{len(seeds)} seeds",
+                                             leave=True, dynamic_ncols=True)
         start = time.perf_counter()
         params, history = train(loss_fn, data, cfg, seeds, eval_split=eval_split, progress=bar)
-        bar.close()
+        if bar is not None:
+            bar.close()
         runs = evaluate(params, eval_split, cfg.query_norm).tolist()
         results["losses"][name] = {
             "config": dataclasses.asdict(cfg),
@@ -538,7 +546,7 @@ def main(argv=None) -> dict:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", default=str(DEFAULT_DATA), help="folder with rank.train(.query), rank.test(.query)")
     p.add_argument("--losses", default=",".join(ALL_LOSSES), help="comma-separated, from: " + ", ".join(ALL_LOSSES))
-    p.add_argument("--seeds", type=int, default=5, help="number of seeds (0, 1, ...)")
+    p.add_argument("--seeds", type=int, help="number of seeds 0, 1, ... (default 5; 1 with --quick)")
     p.add_argument("--steps", type=int, help="training steps (default: per loss, see LOSS_DEFAULTS)")
     p.add_argument("--eval-every", type=int, help="record nDCG@10 every N steps")
     p.add_argument("--lr", type=float)
@@ -565,10 +573,9 @@ def main(argv=None) -> dict:
                      temperature=args.temperature, transform=args.transform,
                      query_norm=None if args.query_norm is None else args.query_norm == "on",
                      hidden=tuple(int(h) for h in args.hidden.split(",")) if args.hidden else None)
-    seeds = tuple(range(args.seeds))
+    seeds = tuple(range(args.seeds if args.seeds is not None else (1 if args.quick else 5)))
     if args.quick:
         overrides = {**QUICK, **{k: v for k, v in overrides.items() if v is not None}}
-        seeds = tuple(range(min(args.seeds, 1))) if args.seeds == 5 else seeds
     losses = [s.strip() for s in args.losses.split(",") if s.strip()]
     for name in losses:
         if name not in ALL_LOSSES:

@@ -3,8 +3,6 @@
 import os
 from pathlib import Path
 
-import pytest
-
 import nbformat
 from nbclient import NotebookClient
 
