@@ -83,6 +83,28 @@ def _fast_compile_flags() -> None:
     os.environ["XLA_FLAGS"] = f"{current} {flag}".strip()
 
 
+def _compilation_cache() -> None:
+    """Keep compiled measure code on disk between runs (JAX's persistent compilation cache),
+    unless the user configured that cache already or set ``JAXRANK_CACHE_DIR`` to empty.
+    The directory is ``$JAXRANK_CACHE_DIR``, else ``$XDG_CACHE_HOME/jaxrank`` (default
+    ``~/.cache/jaxrank``); nothing happens when it cannot be written."""
+    setting = os.environ.get("JAXRANK_CACHE_DIR")
+    if setting == "":
+        return
+    import jax
+
+    if jax.config.jax_compilation_cache_dir:
+        return
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    path = setting or os.path.join(base, "jaxrank", "xla")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError:
+        return
+    if os.access(path, os.W_OK | os.X_OK):
+        jax.config.update("jax_compilation_cache_dir", path)
+
+
 def _one_line(message: object) -> str:
     return " ".join(str(message).split()) or "error"
 
@@ -121,7 +143,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 1
     except SystemExit as e:  # --help
         return int(e.code or 0)
-    _fast_compile_flags()
+    if argv is None:  # the command itself, not a caller in a Python process
+        _fast_compile_flags()
+        _compilation_cache()
     try:
         text = _run_eval(args)
     except _UsageError as e:

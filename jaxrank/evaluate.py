@@ -22,13 +22,13 @@ import os
 import threading
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import Any, Iterable, Optional, Union
 
 import jax
 import numpy as np
 
 from jaxrank import trec
-from jaxrank.measures import MIN_GEO_MEAN, Column, Measure, Plan, compile_plan, parse_measures, relstring_text
+from jaxrank.measures import MIN_GEO_MEAN, Column, Plan, compile_plan, parse_measures, relstring_text
 
 __all__ = ["Report", "evaluate", "report"]
 
@@ -66,9 +66,10 @@ class Report:
         table = {}
         for c in cols:
             v = self.values[c.name]
-            table[c.name] = (
-                v if c.kind == "str" else (np.asarray(v).astype(np.int64) if c.kind == "int" else np.asarray(v))
-            ).tolist()
+            if c.kind == "str":
+                table[c.name] = list(v)
+            else:
+                table[c.name] = np.asarray(v).astype(np.int64 if c.kind == "int" else np.float64).tolist()
         return {q: {c.name: table[c.name][i] for c in cols} for i, q in enumerate(self.qids)}
 
     def to_dict(self, per_query: bool = False) -> dict:
@@ -125,19 +126,20 @@ class Report:
 
     def to_trec(self, per_query: bool = False, summary: bool = True) -> str:
         """trec_eval's output: ``%-22s\\t%s\\t%s`` lines (floats ``%6.4f``, counts ``%ld``)."""
-        lines = []
-        if per_query:
-            cols = [c for c in self.columns if c.per_query]
-            strings = [self._strings(c) for c in cols]
-            heads = [f"{c.name:<22}\t" for c in cols]
-            for i, q in enumerate(self.qids):
-                tail = f"\t"
-                lines.extend([h + q + tail + s[i] for h, s in zip(heads, strings)])
+        parts = []
+        cols = [c for c in self.columns if c.per_query]
+        if per_query and cols and self.qids:
+            # [Q, C] lines built by numpy string ufuncs, joined once
+            values = np.stack([np.asarray(self._strings(c), dtype=str) for c in cols], axis=1)
+            heads = np.asarray([f"{c.name:<22}\t" for c in cols], dtype=str)[None, :]
+            qids = np.strings.add(np.asarray(self.qids, dtype=str), "\t")[:, None]
+            lines = np.strings.add(np.strings.add(heads, qids), values)
+            parts.append("\n".join(lines.ravel().tolist()) + "\n")
         if summary:
-            lines.extend(
-                f"{c.name:<22}\tall\t{self._summary_string(c)}" for c in self.columns if c.summary
+            parts.extend(
+                f"{c.name:<22}\tall\t{self._summary_string(c)}\n" for c in self.columns if c.summary
             )
-        return "".join(line + "\n" for line in lines)
+        return "".join(parts)
 
     def to_json(self, per_query: bool = False) -> str:
         """``{"all": {...}}``, plus ``"per_query": {qid: {...}}`` with ``per_query``."""
@@ -284,7 +286,7 @@ def _speculate(plan: Plan, q: trec.Qrels, run_source, *, complete, max_docs) -> 
     if max_docs is not None:
         depth = min(depth, max_docs)
     m = int(np.diff(q.offsets).max())
-    shape = (_bucket(len(q)), _bucket(max(depth, 1)), _bucket(max(m, 1)))
+    shape = _reuse(plan, (_bucket(len(q)), _bucket(max(depth, 1)), _bucket(max(m, 1))), None)
     _executable(plan, shape, background=True)
     return shape
 
@@ -293,8 +295,8 @@ def _group(
     plan: Plan, q: trec.Qrels, r: trec.Run, *, complete: bool, max_docs: Optional[int],
     judged_only: bool, guess: Optional[tuple] = None,
 ):
-    """Evaluate ``measures`` on one batch: (qids, per-measure ``[Q, C]`` arrays, bogus rows,
-    judgments > 0 per query)."""
+    """Evaluate the measures of ``plan`` on one batch: (qids, per-measure ``[Q, C]`` arrays,
+    rows of queries missing from the run, judgments with rel > 0 per query)."""
     batch = trec.to_batch(q, r, complete=complete, max_docs=max_docs, judged_only=judged_only)
     n_q = int(batch.qids.size)
     if n_q == 0:
@@ -309,9 +311,7 @@ def _group(
             # trec_eval 10 ranks one document, absent from the qrels, for a missing query
             scores, where, rr = scores.copy(), where.copy(), rr.copy()
             scores[bogus, 0], where[bogus, 0], rr[bogus, 0] = 1.0, True, -1
-    rows, n, m = _bucket(n_q), _bucket(scores.shape[1]), _bucket(batch.judgments.shape[1])
-    if guess is not None and _fits(guess, (rows, n, m)):
-        rows, n, m = guess  # compiled (or compiling) in the background already
+    rows, n, m = _reuse(plan, (_bucket(n_q), _bucket(scores.shape[1]), _bucket(batch.judgments.shape[1])), guess)
     executable = _executable(plan, (rows, n, m))
     arrays = (
         _pad(scores, rows, n, 0.0),
@@ -321,7 +321,7 @@ def _group(
         _pad(batch.judgments_where, rows, m, False),
     )
     with jax.enable_x64(True):
-        out = [np.asarray(o) for o in executable.result()(*arrays)]
+        out = executable.result()(*arrays)
     positive = np.count_nonzero((batch.judgments > 0) & batch.judgments_where, axis=1)
     return [str(x) for x in batch.qids.tolist()], [o[:n_q] for o in out], bogus, positive
 
@@ -331,6 +331,16 @@ def _fits(guess: tuple, shape: tuple) -> bool:
     if any(g < s for g, s in zip(guess, shape)):
         return False
     return guess[0] * guess[1] <= 2 * shape[0] * shape[1] + (1 << 16)
+
+
+def _reuse(plan: Plan, shape: tuple, guess: Optional[tuple]) -> tuple:
+    """The shape to compute ``shape`` at: the background guess, or a shape already compiled
+    for this plan, when padding to it is cheap; else ``shape`` itself."""
+    if guess is not None and _fits(guess, shape):
+        return guess
+    with _EXECUTABLES_LOCK:
+        known = [key[1:] for key in _EXECUTABLES if key[0] == plan and _fits(key[1:], shape)]
+    return min(known, key=lambda k: k[0] * (k[1] + k[2])) if known else shape
 
 
 def report(

@@ -35,9 +35,8 @@ import ast
 import dataclasses
 import difflib
 import functools
-import math
 import re
-from typing import Callable, Iterable, Optional, Sequence, Union
+from typing import Callable, Iterable, Optional, Union
 
 import jax
 import jax.numpy as jnp
@@ -50,6 +49,7 @@ from jaxrank.ranking import HardRanks, cumsum, hard, row_sum
 
 __all__ = [
     "Column",
+    "Compiled",
     "Measure",
     "MeasureError",
     "Plan",
@@ -561,7 +561,7 @@ class _Ctx:
     the mask of the judged ones (rel >= 0), which are what trec_eval counts.
     """
 
-    def __init__(self, plan: Plan, scores, rr, where, judg, jmask):
+    def __init__(self, plan: Plan, scores, rr, where, judg, jmask, ranks=None, ideals=None):
         self.plan = plan
         self.where = where
         self.rr = rr.astype(scores.dtype)
@@ -569,11 +569,11 @@ class _Ctx:
         self.jmask = jmask
         self.jvalid = jmask & (judg >= 0)
         self.scores = scores
-        self.ranks: HardRanks = hard("stable")(scores, where, depth=None)
+        self.ranks: HardRanks = hard("stable")(scores, where, depth=None) if ranks is None else ranks
         self.n = scores.shape[-1]
         self.m = judg.shape[-1]
         self.fdtype = scores.dtype
-        self._memo: dict = {}
+        self._memo: dict = {("ideal", p): v for p, v in (ideals or {}).items()}
 
     def memo(self, key, fn):
         if key not in self._memo:
@@ -623,7 +623,7 @@ class _Ctx:
         return self.memo(("cum_rel", level), lambda: cumsum(self.rel_s(level)))
 
     # -- gains (nDCG family, rbp) ---------------------------------------------------------
-    def gains(self, values, pairs, judged_only_levels=False):
+    def gains(self, values, pairs):
         """trec_eval's ``get_gain``: the gain of each relevance value. Levels >= 0 default to
         the level, other values to 0; ``pairs`` with integer names override."""
         out = jnp.where(values >= 0, values, 0.0)
@@ -1094,28 +1094,87 @@ def _relstring(ctx, m):
     return jnp.where(ctx.valid_s()[..., :width], ctx.rr_s()[..., :width], -100.0)
 
 
-@functools.partial(jax.jit, static_argnames=("plan",))
-def _compute(plan: Plan, scores, rr, where, judg, jmask):
+# Two jitted stages. The first holds everything that sorts -- the one ranking of the run and
+# the ideal orderings of the judgments (nDCG's, inside metrics.ndcg, and those of G, ndcg_rel,
+# Rndcg) -- which on CPU are host callbacks (numpy sorts). The second, everything else, gets
+# the ranks as an argument; having no host callback, its compiled code can be kept in JAX's
+# persistent compilation cache across processes (``jaxrank eval`` turns that cache on).
+_SORTING = frozenset({"ndcg", "ndcg_cut", "ndcg_exp"})  # call metrics.ndcg
+_IDEAL = frozenset({"G", "ndcg_rel", "Rndcg", "ideal_dcg"})  # use ctx.ideal
+
+
+def _split(plan: Plan):
+    first = tuple(i for i, m in enumerate(plan.measures) if m.family in _SORTING)
+    rest = tuple(i for i, m in enumerate(plan.measures) if m.family not in _SORTING)
+    pairs = tuple(sorted({m.pairs for m in plan.measures if m.family in _IDEAL}))
+    return first, rest, pairs
+
+
+def _scores(plan: Plan, scores):
     if plan.version == "9":  # trec_eval 9 compares scores as C floats
-        scores = scores.astype(jnp.float32).astype(scores.dtype)
-    ctx = _Ctx(plan, scores, rr, where, judg, jmask)
-    return tuple(_FAMILIES[m.family](ctx, m) for m in plan.measures)
+        return scores.astype(jnp.float32).astype(scores.dtype)
+    return scores
+
+
+@functools.partial(jax.jit, static_argnames=("plan",))
+def _stage_sort(plan: Plan, scores, rr, where, judg, jmask):
+    first, _, pairs = _split(plan)
+    ctx = _Ctx(plan, _scores(plan, scores), rr, where, judg, jmask)
+    ideals = tuple(ctx.ideal(p) for p in pairs)
+    return ctx.ranks, ideals, tuple(_FAMILIES[plan.measures[i].family](ctx, plan.measures[i]) for i in first)
+
+
+@functools.partial(jax.jit, static_argnames=("plan",))
+def _stage_rest(plan: Plan, ranks, ideals, scores, rr, where, judg, jmask):
+    _, rest, pairs = _split(plan)
+    ctx = _Ctx(plan, _scores(plan, scores), rr, where, judg, jmask, ranks=ranks, ideals=dict(zip(pairs, ideals)))
+    return tuple(_FAMILIES[plan.measures[i].family](ctx, plan.measures[i]) for i in rest)
+
+
+def _merge(plan: Plan, first_out, rest_out) -> list:
+    first, rest, _ = _split(plan)
+    out = [None] * len(plan.measures)
+    for i, v in zip(first, first_out):
+        out[i] = v
+    for i, v in zip(rest, rest_out):
+        out[i] = v
+    return out
 
 
 _DTYPES = (jnp.float64, jnp.int32, jnp.bool_, jnp.int32, jnp.bool_)
 
 
-def compile_plan(plan: Plan, queries: int, n: int, m: int):
-    """The compiled computation of :func:`compute` for ``[queries, n]`` lists and ``[queries,
-    m]`` judgments (float64 scores, int32 relevance values): a ``jax.stages.Compiled`` to
-    call with the five arrays. Needs ``jax_enable_x64`` (e.g. ``with jax.enable_x64(True)``)."""
+class Compiled:
+    """The compiled computation of a :class:`Plan` for one batch shape (see
+    :func:`compile_plan`); call it with the five arrays of :func:`compute`."""
+
+    def __init__(self, plan: Plan, sort_stage, rest_stage):
+        self.plan, self._sort, self._rest = plan, sort_stage, rest_stage
+
+    def __call__(self, scores, rr, where, judgments, judgments_where) -> list[np.ndarray]:
+        arrays = (scores, rr, where, judgments, judgments_where)
+        ranks, ideals, first_out = self._sort(*arrays)
+        rest_out = self._rest(ranks, ideals, *arrays) if self._rest is not None else ()
+        return [np.asarray(x) for x in _merge(self.plan, first_out, rest_out)]
+
+
+def compile_plan(plan: Plan, queries: int, n: int, m: int) -> Compiled:
+    """Compile :func:`compute` for ``[queries, n]`` lists and ``[queries, m]`` judgments
+    (float64 scores, int32 relevance values). Needs ``jax_enable_x64`` (e.g. within
+    ``with jax.enable_x64(True)``), as the calls of the result do."""
     shapes = [(queries, n)] * 3 + [(queries, m)] * 2
     specs = [jax.ShapeDtypeStruct(s, d) for s, d in zip(shapes, _DTYPES)]
-    return _compute.lower(plan, *specs).compile()
+    sort_lowered = _stage_sort.lower(plan, *specs)
+    ranks, ideals, _ = sort_lowered.out_info
+    sort_stage = sort_lowered.compile()
+    rest_stage = None
+    if _split(plan)[1]:
+        rest_stage = _stage_rest.lower(plan, ranks, ideals, *specs).compile()
+    return Compiled(plan, sort_stage, rest_stage)
 
 
 def compute(plan: Plan, scores, rr, where, judgments, judgments_where) -> list[np.ndarray]:
-    """All measures of ``plan`` for a padded batch, in one jitted call.
+    """All measures of ``plan`` for a padded batch: one ranking, two jitted stages.
 
     Args:
         plan: the measures and options.
@@ -1128,9 +1187,10 @@ def compute(plan: Plan, scores, rr, where, judgments, judgments_where) -> list[n
     Returns:
         one ``[Q, C]`` float array per measure (``relstring``: relevance codes).
     """
-    out = _compute(plan, jnp.asarray(scores), jnp.asarray(rr), jnp.asarray(where),
-                   jnp.asarray(judgments), jnp.asarray(judgments_where))
-    return [np.asarray(x) for x in out]
+    arrays = [jnp.asarray(x) for x in (scores, rr, where, judgments, judgments_where)]
+    ranks, ideals, first_out = _stage_sort(plan, *arrays)
+    rest_out = _stage_rest(plan, ranks, ideals, *arrays) if _split(plan)[1] else ()
+    return [np.asarray(x) for x in _merge(plan, first_out, rest_out)]
 
 
 def relstring_text(codes: np.ndarray) -> list[str]:

@@ -61,6 +61,12 @@ def test_json_and_csv(capsys, files):
                         ["P_2", "q2", "0.0"], ["map", "all", "0.25"], ["P_2", "all", "0.25"]]
     status, out, _ = run_cli(capsys, "-m", "map", "--format", "json", q, r)
     assert json.loads(out) == {"all": {"map": 0.25}}
+    status, out, _ = run_cli(capsys, "-q", "-m", "relstring", "-m", "runid", "-m", "num_ret", "--format", "json", q, r)
+    assert json.loads(out) == {"all": {"runid": "tag", "num_ret": 4},
+                               "per_query": {"q1": {"relstring": "10-", "num_ret": 3},
+                                             "q2": {"relstring": "-", "num_ret": 1}}}
+    status, out, _ = run_cli(capsys, "-q", "-m", "relstring", "--format", "csv", q, r)
+    assert out == "measure,qid,value\nrelstring,q1,10-\nrelstring,q2,-\n"
 
 
 def test_trec_flags(capsys, files):

@@ -1,0 +1,162 @@
+"""Losses: hand-computed values, masks, finite gradients, shapes."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxrank
+from jaxrank import losses
+
+BASELINES = {
+    "softmax_cross_entropy": losses.softmax_cross_entropy,
+    "pairwise_logistic": losses.pairwise_logistic,
+    "lambda_loss": losses.lambda_loss,
+    "listmle": losses.listmle,
+}
+METRIC_LOSSES = {
+    "ndcg_loss": lambda s, y, where=None: losses.ndcg_loss(s, y, k=2, where=where, ranker=jaxrank.approx(0.5)),
+    "mrr_loss": lambda s, y, where=None: losses.mrr_loss(s, y, where=where, ranker=jaxrank.softrank(0.5)),
+    "ap_loss": lambda s, y, where=None: losses.ap_loss(s, y, where=where, ranker=jaxrank.neuralsort(0.5)),
+    "metric_loss": lambda s, y, where=None: losses.metric_loss(
+        s, y, metric=jaxrank.recall, where=where, ranker=jaxrank.softsort(0.5), k=2
+    ),
+}
+ALL = {**BASELINES, **METRIC_LOSSES}
+
+
+def _softplus(x):
+    return math.log1p(math.exp(x))
+
+
+# Hand-computed values -------------------------------------------------------------
+def test_softmax_cross_entropy_on_a_tiny_list():
+    # p = (2/3, 1/3, 0); log softmax(1, 0, 0) = (1, 0, 0) - log(e + 2)
+    want = -(2 / 3) * (1 - math.log(math.e + 2)) - (1 / 3) * (0 - math.log(math.e + 2))
+    got = losses.softmax_cross_entropy(jnp.array([1.0, 0.0, 0.0]), jnp.array([2, 1, 0]))
+    assert float(got) == pytest.approx(want, rel=1e-12)
+    assert float(losses.softmax_cross_entropy(jnp.array([1.0, 0.0]), jnp.array([0, 0]))) == 0.0
+
+
+def test_pairwise_logistic_on_a_tiny_list():
+    # pairs with y_i > y_j: (0, 1): s diff 1; (2, 0): 1; (2, 1): 2
+    want = 2 * _softplus(-1.0) + _softplus(-2.0)
+    got = losses.pairwise_logistic(jnp.array([1.0, 0.0, 2.0]), jnp.array([1, 0, 2]))
+    assert float(got) == pytest.approx(want, rel=1e-12)
+
+
+def test_lambda_loss_on_a_tiny_list():
+    # scores (0.5, 2, 1) rank the items (3, 1, 2); gains 2^y - 1 = (3, 0, 1);
+    # ideal DCG = 3/log2(2) + 1/log2(3); D_r = log2(1 + r).
+    inv_d = lambda r: 1 / math.log2(1 + r)
+    idcg = 3 + inv_d(2)
+    mu = 10.0
+    pairs = [  # (rank_i, rank_j, G_i - G_j, s_i - s_j) for y_i > y_j
+        (3, 1, 3 / idcg, -1.5),
+        (3, 2, 2 / idcg, -0.5),
+        (2, 1, 1 / idcg, -1.0),
+    ]
+    want = 0.0
+    for ri, rj, dg, ds in pairs:
+        rho = abs(inv_d(ri) - inv_d(rj))
+        delta = abs(inv_d(abs(ri - rj)) - inv_d(abs(ri - rj) + 1))
+        want += (rho + mu * delta) * dg * math.log2(1 + math.exp(-ds))
+    got = losses.lambda_loss(jnp.array([0.5, 2.0, 1.0]), jnp.array([2, 0, 1]), mu=mu)
+    assert float(got) == pytest.approx(want, rel=1e-12)
+
+
+def test_listmle_on_a_tiny_list():
+    # labels (0, 2, 1) order the items (1, 2, 0): scores in that order (2, 0, 1)
+    want = (math.log(math.e**2 + 1 + math.e) - 2) + (math.log(1 + math.e) - 0) + (math.log(math.e) - 1)
+    got = losses.listmle(jnp.array([1.0, 2.0, 0.0]), jnp.array([0, 2, 1]))
+    assert float(got) == pytest.approx(want, rel=1e-12)
+
+
+def test_metric_losses_are_one_minus_the_metric():
+    scores, labels = jnp.array([2.0, 1.0, 0.0]), jnp.array([0, 1, 1])
+    cold = jaxrank.approx(1e-3)
+    # nDCG = (1/log2 3 + 1/log2 4) / (1 + 1/log2 3); RR = 1/2; AP = (1/2 + 2/3) / 2
+    ndcg = (1 / math.log2(3) + 0.5) / (1 + 1 / math.log2(3))
+    assert float(losses.ndcg_loss(scores, labels, ranker=cold)) == pytest.approx(1 - ndcg, abs=1e-9)
+    assert float(losses.mrr_loss(scores, labels, ranker=cold)) == pytest.approx(0.5, abs=1e-9)
+    assert float(losses.ap_loss(scores, labels, ranker=cold)) == pytest.approx(1 - 7 / 12, abs=1e-9)
+    warm = jaxrank.approx(0.7)
+    np.testing.assert_allclose(
+        losses.metric_loss(scores, labels, metric=jaxrank.precision, ranker=warm, k=2),
+        1 - jaxrank.precision(scores, labels, k=2, ranker=warm),
+        rtol=1e-12,
+    )
+
+
+# Masks, shapes, gradients -------------------------------------------------------------
+@pytest.mark.parametrize("name", list(ALL))
+def test_masked_items_change_neither_values_nor_gradients(name):
+    loss = ALL[name]
+    rng = np.random.default_rng(0)
+    scores = jnp.asarray(rng.normal(size=(3, 5)))
+    labels = jnp.asarray(np.maximum(rng.integers(0, 3, (3, 5)), np.eye(3, 5, dtype=int)))
+    slots = np.array([0, 2, 3, 5, 7])  # real items among 8 slots
+    big_s = np.full((3, 8), -np.inf)
+    big_y = rng.integers(0, 5, (3, 8))
+    big_w = np.zeros((3, 8), bool)
+    big_s[:, slots], big_y[:, slots], big_w[:, slots] = scores, labels, True
+
+    def total(s, y, w):
+        return jnp.sum(loss(s, y, where=w))
+
+    value_and_grad = jax.jit(jax.value_and_grad(total))
+    v1, g1 = value_and_grad(scores, labels, jnp.ones((3, 5), bool))
+    v2, g2 = value_and_grad(jnp.asarray(big_s), jnp.asarray(big_y), jnp.asarray(big_w))
+    np.testing.assert_allclose(v2, v1, rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(g2)[:, slots], g1, rtol=1e-8, atol=1e-12)
+    assert np.all(np.delete(np.asarray(g2), slots, axis=1) == 0)
+
+
+@pytest.mark.parametrize("name", list(ALL))
+def test_losses_have_one_value_per_list_and_finite_gradients(name):
+    loss = ALL[name]
+    rows = [
+        ([0.3, -1.2, 2.0, 0.1], [1, 0, 2, 0], [1, 1, 1, 1]),
+        ([0.3, -1.2, 2.0, 0.1], [1, 0, 2, 0], [0, 0, 0, 0]),  # fully masked
+        ([0.3, -1.2, 2.0, 0.1], [0, 0, 0, 0], [1, 1, 1, 1]),  # all-zero labels
+        ([1.0, 1.0, 1.0, 1.0], [1, 0, 2, 0], [1, 1, 1, 1]),  # ties
+        ([1e30, -1e30, 3e29, -2e30], [1, 0, 2, 0], [1, 1, 0, 1]),  # huge scores
+        ([0.0, 5.0, 0.0, -5.0], [3, 0, 1, 0], [1, 0, 1, 1]),
+    ]
+    labels = jnp.asarray([r[1] for r in rows])
+    where = jnp.asarray([r[2] for r in rows], bool)
+    @jax.jit
+    def values_and_grad(s):
+        return jax.value_and_grad(lambda x: jnp.sum(loss(x, labels, where=where)))(s)[1], loss(s, labels, where=where)
+
+    for dtype in (jnp.float64, jnp.float32, jnp.bfloat16):
+        scores = jnp.asarray([r[0] for r in rows], dtype)
+        grad, values = values_and_grad(scores)
+        assert values.shape == (len(rows),)
+        assert grad.dtype == dtype
+        assert np.all(np.isfinite(np.asarray(values, np.float64))), (name, dtype, values)
+        assert np.all(np.isfinite(np.asarray(grad, np.float64))), (name, dtype, grad)
+        assert np.all(np.asarray(grad, np.float64)[1] == 0)  # nothing valid: no gradient
+    batched = jax.jit(loss)(jnp.zeros((2, 3, 4)), jnp.ones((2, 3, 4)))
+    assert batched.shape == (2, 3)
+
+
+@pytest.mark.parametrize("name", list(BASELINES))
+def test_baseline_losses_prefer_the_right_order(name):
+    loss = BASELINES[name]
+    labels = jnp.array([2, 1, 0])
+    assert float(loss(jnp.array([3.0, 2.0, 1.0]), labels)) < float(loss(jnp.array([1.0, 2.0, 3.0]), labels))
+
+
+def test_lambda_loss_rejects_an_unknown_gain():
+    with pytest.raises(ValueError):
+        losses.lambda_loss(jnp.zeros(3), jnp.zeros(3), gain="cubic")
+
+
+def test_losses_check_their_inputs():
+    with pytest.raises(ValueError):
+        losses.listmle(jnp.zeros(3), jnp.zeros(4))
+    with pytest.raises(ValueError):
+        losses.pairwise_logistic(jnp.zeros(3, jnp.int32), jnp.zeros(3))
