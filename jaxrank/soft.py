@@ -37,6 +37,7 @@ get zero gradient.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import functools
 import math
@@ -177,9 +178,9 @@ class PointRanks(Ranks):
         h = jnp.where(self.valid, h, 0)
         return _reduce(h, f(self.ranks))
 
+    @abc.abstractmethod
     def _subset_ranks(self, masks: jax.Array) -> jax.Array:
         """Smooth ranks of the same scores, within the items of each mask."""
-        raise NotImplementedError
 
     def _ranked_above(self, w: jax.Array) -> jax.Array:
         """Smooth count of the items with ``w > 0`` ranked strictly above each item.

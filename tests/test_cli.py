@@ -133,8 +133,7 @@ def test_no_common_query(capsys, files):
 
 
 def test_ir_measures_strings_in_trec_format(capsys):
-    if not DATA.is_dir():
-        pytest.skip("trec_eval data missing")
+    assert DATA.is_dir(), f"reference data missing: {DATA}"
     q, r = str(DATA / "qrels.test"), str(DATA / "results.test")
     status, out, _ = run_cli(capsys, "-m", "P.10", "-m", "P@10", "-m", "nDCG@10", "-m", "ndcg_cut.10", q, r)
     lines = dict(line.split("\tall\t") for line in out.splitlines())
