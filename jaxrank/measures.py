@@ -958,8 +958,13 @@ def _infap(ctx, m):
     nr, pu = cumsum(nonrel), cumsum(pooled)  # inclusive; equal to "before" at relevant items
     j = jnp.arange(ctx.n, dtype=f)
     fj = jnp.where(j > 0, j, 1.0)
-    term = 1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * ((rs - 1 + nr + pu) / fj) * (
-        (rs - 1 + INFAP_EPSILON) / (rs - 1 + nr + 2 * INFAP_EPSILON)
+    # trec_eval forms the counts as integers, then adds epsilon. XLA would fold the constants
+    # of rs - 1 + nr + 2e-5 into nr + rs + (2e-5 - 1) and lose digits; the max()s (no-ops at
+    # relevant documents, where rs >= 1) keep each count exact before epsilon is added.
+    above = jnp.maximum(rs - 1.0, 0.0)
+    judged_above = jnp.maximum(above + nr, 0.0)
+    term = 1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * ((judged_above + pu) / fj) * (
+        (above + INFAP_EPSILON) / (judged_above + 2 * INFAP_EPSILON)
     )
     term = jnp.where(j == 0, 1.0, term)
     return _col(_safe_div(row_sum(jnp.where(rel, term, 0.0)), ctx.num_rel(level)))

@@ -476,6 +476,8 @@ def ndcg(
     """
     _cutoffs(k), _gain_fn(gain), _discount_fn(discount)  # fail early on bad arguments
     scores, labels, valid, judgments, jvalid = _inputs(scores, labels, where, judgments, judgments_where)
+    # An absent mask stays absent: the rankers then skip counting valid items.
+    valid = None if where is None else valid
     actual = dcg(scores, labels, k=k, where=valid, ranker=ranker, gain=gain, discount=discount)
     ideal_labels, ideal_valid = (labels, valid) if judgments is None else (judgments, jvalid)
     ideal = dcg(
