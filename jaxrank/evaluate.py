@@ -206,6 +206,17 @@ def _bucket(x: int, minimum: int = 8) -> int:
     return -(-x // step) * step
 
 
+# Queries per compiled call: a batch of at most about this many (query, document) cells
+# goes through XLA at once, bigger batches in slices of queries. This bounds the memory of
+# XLA's intermediate arrays (a few dozen [rows, n] float64 arrays for all_trec) whatever
+# the number of queries; the compiled function is shared by the slices.
+_CELLS_PER_CALL = 1 << 18
+
+
+def _rows_per_call(n_q: int, n: int) -> int:
+    return _bucket(min(n_q, max(8, _CELLS_PER_CALL // max(n, 1))))
+
+
 def _pad(a: np.ndarray, rows: int, cols: int, fill) -> np.ndarray:
     if a.shape == (rows, cols):
         return a
@@ -286,7 +297,8 @@ def _speculate(plan: Plan, q: trec.Qrels, run_source, *, complete, max_docs) -> 
     if max_docs is not None:
         depth = min(depth, max_docs)
     m = int(np.diff(q.offsets).max())
-    shape = _reuse(plan, (_bucket(len(q)), _bucket(max(depth, 1)), _bucket(max(m, 1))), None)
+    n = _bucket(max(depth, 1))
+    shape = _reuse(plan, (_rows_per_call(len(q), n), n, _bucket(max(m, 1))), None)
     _executable(plan, shape, background=True)
     return shape
 
@@ -311,19 +323,24 @@ def _group(
             # trec_eval 10 ranks one document, absent from the qrels, for a missing query
             scores, where, rr = scores.copy(), where.copy(), rr.copy()
             scores[bogus, 0], where[bogus, 0], rr[bogus, 0] = 1.0, True, -1
-    rows, n, m = _reuse(plan, (_bucket(n_q), _bucket(scores.shape[1]), _bucket(batch.judgments.shape[1])), guess)
-    executable = _executable(plan, (rows, n, m))
-    arrays = (
-        _pad(scores, rows, n, 0.0),
-        _pad(rr, rows, n, 0),
-        _pad(where, rows, n, False),
-        _pad(batch.judgments.astype(np.int32), rows, m, 0),
-        _pad(batch.judgments_where, rows, m, False),
-    )
+    n = _bucket(scores.shape[1])
+    rows, n, m = _reuse(plan, (_rows_per_call(n_q, n), n, _bucket(batch.judgments.shape[1])), guess)
+    executable = _executable(plan, (rows, n, m)).result()
+    judgments = batch.judgments.astype(np.int32)
+    parts = []
     with jax.enable_x64(True):
-        out = executable.result()(*arrays)
+        for lo in range(0, n_q, rows):
+            hi = slice(lo, lo + rows)
+            parts.append(executable(
+                _pad(scores[hi], rows, n, 0.0),
+                _pad(rr[hi], rows, n, 0),
+                _pad(where[hi], rows, n, False),
+                _pad(judgments[hi], rows, m, 0),
+                _pad(batch.judgments_where[hi], rows, m, False),
+            ))
+        out = [np.concatenate([np.asarray(p[i]) for p in parts])[:n_q] for i in range(len(parts[0]))]
     positive = np.count_nonzero((batch.judgments > 0) & batch.judgments_where, axis=1)
-    return [str(x) for x in batch.qids.tolist()], [o[:n_q] for o in out], bogus, positive
+    return [str(x) for x in batch.qids.tolist()], out, bogus, positive
 
 
 def _fits(guess: tuple, shape: tuple) -> bool:

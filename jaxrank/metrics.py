@@ -85,7 +85,7 @@ def _inputs(scores, labels, where, judgments, judgments_where):
     return scores, labels, valid, judgments, jvalid
 
 
-def _ranks(ranker, scores, valid, depth: Optional[int]) -> Ranks:
+def _ranks(ranker, scores, where, depth: Optional[int]) -> Ranks:
     if isinstance(ranker, Ranks):
         if ranker.size != scores.shape[-1]:
             raise ValueError(f"ranker holds ranks of {ranker.size} items, scores have {scores.shape[-1]}")
@@ -98,7 +98,7 @@ def _ranks(ranker, scores, valid, depth: Optional[int]) -> Ranks:
         return ranker
     if not callable(ranker):
         raise ValueError(f"ranker must be a ranker (e.g. jaxrank.hard()) or Ranks, got {ranker!r}")
-    return ranker(scores, valid, depth=depth)
+    return ranker(scores, where, depth=depth)
 
 
 def _finish(values: Array, k: Cutoff) -> Array:
@@ -173,7 +173,7 @@ def num_ret(scores, labels, *, k: Cutoff = None, where=None, ranker=_DEFAULT_RAN
     """
     ks = _cutoffs(k)
     scores, labels, valid, _, _ = _inputs(scores, labels, where, None, None)
-    ranks = _ranks(ranker, scores, valid, None if ks is None else max(ks))
+    ranks = _ranks(ranker, scores, where, None if ks is None else max(ks))
     return _finish(ranks.linear(valid.astype(labels.dtype), _weights(ranks, ks, _ones)), k)
 
 
@@ -205,7 +205,7 @@ def num_rel_ret(
     """
     ks = _cutoffs(k)
     scores, labels, valid, _, _ = _inputs(scores, labels, where, None, None)
-    ranks = _ranks(ranker, scores, valid, None if ks is None else max(ks))
+    ranks = _ranks(ranker, scores, where, None if ks is None else max(ks))
     return _finish(ranks.linear(_relevant(labels, valid, rel), _weights(ranks, ks, _ones)), k)
 
 
@@ -235,7 +235,7 @@ def precision(
     """
     ks = _cutoffs(k)
     scores, labels, valid, _, _ = _inputs(scores, labels, where, None, None)
-    ranks = _ranks(ranker, scores, valid, None if ks is None else max(ks))
+    ranks = _ranks(ranker, scores, where, None if ks is None else max(ks))
     f = _weights(ranks, ks, _ones)
     hits = ranks.linear(_relevant(labels, valid, rel), f)
     if ks is None or adaptive:
@@ -271,7 +271,7 @@ def recall(
     """
     ks = _cutoffs(k)
     scores, labels, valid, judgments, jvalid = _inputs(scores, labels, where, judgments, judgments_where)
-    ranks = _ranks(ranker, scores, valid, None if ks is None else max(ks))
+    ranks = _ranks(ranker, scores, where, None if ks is None else max(ks))
     hits = ranks.linear(_relevant(labels, valid, rel), _weights(ranks, ks, _ones))
     return _finish(_safe_divide(hits, _num_relevant(labels, valid, judgments, jvalid, rel)), k)
 
@@ -301,7 +301,7 @@ def fallout(
     """
     ks = _cutoffs(k)
     scores, labels, valid, judgments, jvalid = _inputs(scores, labels, where, judgments, judgments_where)
-    ranks = _ranks(ranker, scores, valid, None if ks is None else max(ks))
+    ranks = _ranks(ranker, scores, where, None if ks is None else max(ks))
 
     def nonrelevant(y, mask):
         return ((y >= 0) & (y < rel) & mask).astype(y.dtype)
@@ -325,7 +325,7 @@ def success(
     """
     ks = _cutoffs(k)
     scores, labels, valid, _, _ = _inputs(scores, labels, where, None, None)
-    ranks = _ranks(ranker, scores, valid, None if ks is None else max(ks))
+    ranks = _ranks(ranker, scores, where, None if ks is None else max(ks))
     relevant = _relevant(labels, valid, rel)
     return _finish(ranks.survival(relevant, _weights(ranks, ks, _ones), relevant), k)
 
@@ -346,7 +346,7 @@ def reciprocal_rank(
     """
     ks = _cutoffs(k)
     scores, labels, valid, _, _ = _inputs(scores, labels, where, None, None)
-    ranks = _ranks(ranker, scores, valid, None if ks is None else max(ks))
+    ranks = _ranks(ranker, scores, where, None if ks is None else max(ks))
     relevant = _relevant(labels, valid, rel)
     return _finish(ranks.survival(relevant, _weights(ranks, ks, _inverse), relevant), k)
 
@@ -377,7 +377,7 @@ def average_precision(
     """
     ks = _cutoffs(k)
     scores, labels, valid, judgments, jvalid = _inputs(scores, labels, where, judgments, judgments_where)
-    ranks = _ranks(ranker, scores, valid, None if ks is None else max(ks))
+    ranks = _ranks(ranker, scores, where, None if ks is None else max(ks))
     relevant = _relevant(labels, valid, rel)
     total = ranks.count_before(relevant, _weights(ranks, ks, _inverse), relevant)
     return _finish(_safe_divide(total, _num_relevant(labels, valid, judgments, jvalid, rel)), k)
@@ -407,7 +407,7 @@ def r_precision(
       0.5
     """
     scores, labels, valid, judgments, jvalid = _inputs(scores, labels, where, judgments, judgments_where)
-    ranks = _ranks(ranker, scores, valid, None)
+    ranks = _ranks(ranker, scores, where, None)
     big_r = _num_relevant(labels, valid, judgments, jvalid, rel)
     # The max keeps XLA:CPU from fusing the product and the sum into one FMA, which rounds
     # once where trec_eval rounds twice (e.g. 0.7 * 3 + 0.9 would floor to 3, not 2).
@@ -446,7 +446,7 @@ def dcg(
     ks = _cutoffs(k)
     gain_fn, discount_fn = _gain_fn(gain), _discount_fn(discount)
     scores, labels, valid, _, _ = _inputs(scores, labels, where, None, None)
-    ranks = _ranks(ranker, scores, valid, None if ks is None else max(ks))
+    ranks = _ranks(ranker, scores, where, None if ks is None else max(ks))
     gains = jnp.where(valid, gain_fn(labels), 0)
     return _finish(ranks.linear(gains, _weights(ranks, ks, discount_fn)), k)
 
@@ -516,7 +516,7 @@ def err(
     ks = _cutoffs(k)
     scores, labels, valid, _, _ = _inputs(scores, labels, where, None, None)
     depth = None if ks is None or getattr(ranker, "ties", None) == "expected" else max(ks)
-    ranks = _ranks(ranker, scores, valid, depth)
+    ranks = _ranks(ranker, scores, where, depth)
     stop = jnp.where(valid, (jnp.exp2(jnp.maximum(labels, 0)) - 1) / jnp.exp2(max_label), 0)
     return _finish(ranks.cascade(stop, _weights(ranks, ks, _inverse)), k)
 
@@ -544,7 +544,7 @@ def rbp(
         raise ValueError(f"p must be in (0, 1), got {p!r}")
     ks = _cutoffs(k)
     scores, labels, valid, _, _ = _inputs(scores, labels, where, None, None)
-    ranks = _ranks(ranker, scores, valid, None if ks is None else max(ks))
+    ranks = _ranks(ranker, scores, where, None if ks is None else max(ks))
 
     def decay(pos):
         return (1 - p) * jnp.power(p, pos - 1)

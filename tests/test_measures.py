@@ -10,6 +10,7 @@ recall cutoffs of ``iprec_at_recall``/``11pt_avg`` and float32 score comparisons
 from trec_eval 10.0, which the reference outputs of test_trec_eval_outputs.py pin down).
 """
 
+import importlib
 import math
 
 import numpy as np
@@ -56,8 +57,12 @@ PYTREC_MEASURES = sorted(set(pytrec_eval.supported_measures) - NOT_NUMERIC)
 SUMMARY_ONLY = {"num_q", "gm_map", "gm_bpref"}
 
 
-@pytest.mark.parametrize("seed, level, judged_only", [(0, 1, False), (1, 2, True)])
-def test_agrees_with_pytrec_eval(seed, level, judged_only):
+@pytest.mark.parametrize(
+    "seed, level, judged_only, cells_per_call", [(0, 1, False, None), (1, 2, True, None), (2, 1, False, 64)]
+)
+def test_agrees_with_pytrec_eval(seed, level, judged_only, cells_per_call, monkeypatch):
+    if cells_per_call is not None:  # evaluate in slices of 8 queries (one compiled call each)
+        monkeypatch.setattr(importlib.import_module("jaxrank.evaluate"), "_CELLS_PER_CALL", cells_per_call)
     qrels, run = random_data(seed)
     evaluator = pytrec_eval.RelevanceEvaluator(
         qrels, set(PYTREC_MEASURES), relevance_level=level, judged_docs_only_flag=judged_only
