@@ -46,7 +46,7 @@ import math
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, NamedTuple, Optional, Sequence
 
 import numpy as np
 
@@ -208,25 +208,32 @@ def score(params, x, where, *, query_norm: bool = False, dropout: float = 0.0, k
 
 
 # --------------------------------------------------------------------------- losses
-def make_loss(name: str, temperature: Optional[float] = None) -> Callable:
+def make_loss(name: str, temperature: Optional[float] = None, gain: str = "linear", *,
+              sinkhorn: int = 0, regularization: str = "l2") -> Callable:
     """``loss(scores, labels, where) -> [Q]`` from :mod:`jaxrank.losses`.
 
     ``approx`` / ``softrank`` / ``neuralsort``: ``1 - nDCG`` computed by
     :func:`jaxrank.losses.metric_loss` with that smooth ranker, whose first
     parameter (the temperature of ``approx`` and ``neuralsort``, the strength of
-    ``softrank``) is ``temperature`` (the ranker's own default when ``None``). The others are the baselines of
-    :mod:`jaxrank.losses` with their defaults.
+    ``softrank``) is ``temperature`` (the ranker's own default when ``None``),
+    and the nDCG's ``gain`` (``"linear"`` as evaluated, or ``"exp"``, 2^y - 1,
+    which weighs the top grades more). ``sinkhorn`` iterations go to
+    ``neuralsort``, ``regularization`` (``"l2"`` or ``"kl"``) to ``softrank``.
+    The others are the baselines of :mod:`jaxrank.losses` with their defaults.
     """
     from jaxrank import losses
 
     if name in SOFT_LOSSES:
         factory = getattr(jaxrank, name)
+        options = {"neuralsort": dict(sinkhorn=sinkhorn), "softrank": dict(regularization=regularization)}
         # softrank's smoothing parameter is its regularization strength (in units
         # of scores); approx and neuralsort call theirs a temperature.
-        ranker = factory() if temperature is None else factory(temperature)
+        args = () if temperature is None else (temperature,)
+        ranker = factory(*args, **options.get(name, {}))
 
         def loss(scores, labels, where):
-            return losses.metric_loss(scores, labels, where=where, metric=jaxrank.ndcg, ranker=ranker)
+            return losses.metric_loss(scores, labels, where=where, metric=jaxrank.ndcg, ranker=ranker,
+                                      gain=gain)
 
         return loss
     if name in BASELINE_LOSSES:
@@ -247,6 +254,10 @@ class Config:
     dropout: float = 0.5  # on the hidden units
     batch: int = 32  # queries per step; 0: every training query
     temperature: Optional[float] = None  # soft ranker: temperature (approx, neuralsort), strength (softrank)
+    gain: str = "linear"  # gain of the soft nDCG in the loss ("linear" or "exp"); evaluation stays linear
+    sinkhorn: int = 0  # neuralsort: Sinkhorn normalisations of its relaxed permutation
+    regularization: str = "l2"  # softrank: "l2" (Euclidean) or "kl" (entropic) projection
+    ema: float = 0.0  # decay of the moving average of the weights that is evaluated; 0: the last weights
     query_norm: bool = True  # also feed each feature standardised within its query
     transform: str = "quantile"  # feature preprocessing: "quantile" or "standard"
     eval_every: int = 25
@@ -312,7 +323,9 @@ def train(
 
     Each step draws ``cfg.batch`` training queries at random (without
     replacement), applies dropout to the hidden units, and takes an AdamW step
-    with a cosine-decayed learning rate.
+    with a cosine-decayed learning rate. With ``cfg.ema > 0`` the returned and
+    evaluated weights are an exponential moving average of the weights after
+    each step (:func:`optax.ema`, debiased), not the last ones.
     """
     eval_split = data.test if eval_split is None else eval_split
     train_split = data.train
@@ -324,10 +337,11 @@ def train(
     sizes = (x.shape[-1] * (2 if cfg.query_norm else 1), *cfg.hidden, 1)
     schedule = optax.cosine_decay_schedule(cfg.lr, max(cfg.steps, 1), alpha=0.05)
     optimizer = optax.adamw(schedule, weight_decay=cfg.weight_decay)
+    averager = weight_average(cfg.ema)
 
     def init(seed):
         params = init_mlp(jax.random.fold_in(jax.random.PRNGKey(seed), 0), sizes)
-        return params, optimizer.init(params)
+        return params, (optimizer.init(params), averager.init(params))
 
     def objective(params, key, x, y, where):
         pick_key, drop_key = jax.random.split(key)
@@ -337,23 +351,28 @@ def train(
         scores = score(params, x, where, query_norm=cfg.query_norm, dropout=cfg.dropout, key=drop_key)
         return jnp.mean(loss_fn(scores, y, where))
 
-    def chunk(params, opt_state, keys, x, y, where):
+    def chunk(params, state, keys, x, y, where):
+        """``len(keys)`` training steps; returns ``(params, state, averaged params, losses)``."""
+
         def step(carry, key):
-            params, opt_state = carry
+            params, (opt_state, avg_state) = carry
             value, grads = jax.value_and_grad(objective)(params, key, x, y, where)
             updates, opt_state = optimizer.update(grads, opt_state, params)
-            return (optax.apply_updates(params, updates), opt_state), value
+            params = optax.apply_updates(params, updates)
+            _, avg_state = averager.update(params, avg_state)
+            return (params, (opt_state, avg_state)), value
 
-        (params, opt_state), values = jax.lax.scan(step, (params, opt_state), keys)
-        return params, opt_state, values
+        (params, state), values = jax.lax.scan(step, (params, state), keys)
+        return params, state, averager.result(params, state[1]), values
 
     run_chunk = jax.jit(jax.vmap(chunk, (0, 0, 0, None, None, None)))
     seeds = list(seeds)
-    params, opt_state = jax.vmap(init)(jnp.asarray(seeds))
+    params, state = jax.vmap(init)(jnp.asarray(seeds))
+    evaluated = params  # the weights that are scored: the average when cfg.ema > 0
     keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.PRNGKey(s), 1))(jnp.asarray(seeds))
 
     def ndcg10():
-        return evaluate(params, eval_split, cfg.query_norm)[:, -1]
+        return evaluate(evaluated, eval_split, cfg.query_norm)[:, -1]
 
     history = {"step": [0], "ndcg@10": [ndcg10()]}
     done = 0
@@ -361,7 +380,7 @@ def train(
         n = min(cfg.eval_every, cfg.steps - done)
         split = jax.vmap(lambda k: jax.random.split(k, n + 1))(keys)
         keys, step_keys = split[:, 0], split[:, 1:]
-        params, opt_state, values = run_chunk(params, opt_state, step_keys, x, y, where)
+        params, state, evaluated, values = run_chunk(params, state, step_keys, x, y, where)
         values = np.asarray(values)
         if not np.isfinite(values).all():
             raise FloatingPointError(f"the training loss became non-finite before step {done + n}")
@@ -373,7 +392,38 @@ def train(
             progress.set_postfix(loss=f"{values[:, -1].mean():.4f}",
                                  ndcg10=f"{history['ndcg@10'][-1].mean():.4f}")
     history["ndcg@10"] = np.stack(history["ndcg@10"], 1).tolist()  # [seeds][evals]
-    return params, history
+    return evaluated, history
+
+
+class WeightAverage(NamedTuple):
+    """An optional moving average of the weights: ``init(params) -> state``,
+    ``update(params, state) -> (_, state)`` after each step (optax's convention),
+    ``result(params, state) -> the weights to evaluate``."""
+
+    init: Callable
+    update: Callable
+    result: Callable
+
+
+def weight_average(decay: float) -> WeightAverage:
+    """The debiased exponential moving average of the weights (:func:`optax.ema`) for
+    ``0 < decay < 1``; for ``decay == 0``, no average (the last weights, an empty state).
+
+    Debiasing (dividing by ``1 - decay**t``) makes the average start from the
+    first trained weights rather than from zero or the random initialisation,
+    which matters when ``1 / (1 - decay)`` is not small against the number of steps.
+    """
+    if decay == 0:
+        return WeightAverage(lambda params: (), lambda params, state: (None, state),
+                             lambda params, state: params)
+    if not 0 < decay < 1:
+        raise ValueError(f"ema must be 0 (off) or in (0, 1), got {decay}")
+    ema = optax.ema(decay, debias=True)
+
+    def result(params, state):
+        return optax.tree.bias_correction(state.ema, decay, state.count)
+
+    return WeightAverage(ema.init, ema.update, result)
 
 
 # ------------------------------------------------------------------------- LightGBM
@@ -460,7 +510,8 @@ def run(
     }
     for name in losses:
         cfg = config_for(name, base, **overrides)
-        loss_fn = make_loss(name, cfg.temperature)
+        loss_fn = make_loss(name, cfg.temperature, cfg.gain, sinkhorn=cfg.sinkhorn,
+                            regularization=cfg.regularization)
         data = data_for(cfg.transform)
         eval_split = data.valid if valid_fraction > 0 else data.test
         bar = None if tqdm is None else tqdm(total=cfg.steps, desc=f"{name} x{len(seeds)} seeds",
@@ -554,6 +605,11 @@ def main(argv=None) -> dict:
     p.add_argument("--dropout", type=float)
     p.add_argument("--batch", type=int, help="queries per step (0: all)")
     p.add_argument("--temperature", type=float, help="soft ranker temperature")
+    p.add_argument("--gain", choices=("linear", "exp"), help="gain of the soft nDCG in the soft-metric losses")
+    p.add_argument("--sinkhorn", type=int, help="neuralsort: Sinkhorn iterations")
+    p.add_argument("--regularization", choices=("l2", "kl"), help="softrank: projection")
+    p.add_argument("--ema", type=float,
+                   help="evaluate a moving average of the weights with this decay (e.g. 0.99; 0: off)")
     p.add_argument("--hidden", help="hidden sizes, e.g. 256,128")
     p.add_argument("--transform", choices=("quantile", "standard"), help="feature preprocessing")
     p.add_argument("--query-norm", choices=("on", "off"),
@@ -570,7 +626,8 @@ def main(argv=None) -> dict:
 
     overrides = dict(steps=args.steps, eval_every=args.eval_every, lr=args.lr,
                      weight_decay=args.weight_decay, dropout=args.dropout, batch=args.batch,
-                     temperature=args.temperature, transform=args.transform,
+                     temperature=args.temperature, gain=args.gain, ema=args.ema, transform=args.transform,
+                     sinkhorn=args.sinkhorn, regularization=args.regularization,
                      query_norm=None if args.query_norm is None else args.query_norm == "on",
                      hidden=tuple(int(h) for h in args.hidden.split(",")) if args.hidden else None)
     seeds = tuple(range(args.seeds if args.seeds is not None else (1 if args.quick else 5)))

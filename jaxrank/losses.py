@@ -21,6 +21,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxrank import metrics
+from jaxrank.ranking import argsort_descending, inverse_permutation, sort_key
 from jaxrank.soft import _masked_logsumexp, approx
 
 __all__ = [
@@ -171,16 +172,6 @@ def pairwise_logistic(scores, labels, *, where=None) -> jax.Array:
     return jnp.sum(jnp.where(_pairs(y, valid), jax.nn.softplus(-diff), 0), axis=(-2, -1))
 
 
-def _hard_ranks(s, valid):
-    """1-based ranks by score, ties by index, among valid items (O(n^2), no sort)."""
-    n = s.shape[-1]
-    idx = jnp.arange(n)
-    before = (s[..., None, :] > s[..., :, None]) | (
-        (s[..., None, :] == s[..., :, None]) & (idx[None, :] < idx[:, None])
-    )
-    return 1 + jnp.sum(before & valid[..., None, :], axis=-1)
-
-
 def lambda_loss(scores, labels, *, where=None, mu: float = 10.0, gain: str = "exp") -> jax.Array:
     """LambdaLoss with the NDCG-Loss2++ weights (Wang et al., 2018).
 
@@ -210,9 +201,10 @@ def lambda_loss(scores, labels, *, where=None, mu: float = 10.0, gain: str = "ex
     y = jnp.maximum(y, 0)
     g = jnp.exp2(y) - 1 if gain == "exp" else y
     g = jnp.where(valid, g, 0)
-    ranks = _hard_ranks(lax.stop_gradient(s), valid).astype(s.dtype)
-    ideal_ranks = _hard_ranks(g, valid).astype(s.dtype)
-    idcg = jnp.sum(jnp.where(valid, g / jnp.log2(1 + ideal_ranks), 0), axis=-1, keepdims=True)
+    # positions by score, ties in input order (the ranking primitive, no gradient)
+    order = argsort_descending(sort_key(lax.stop_gradient(s), valid))
+    ranks = (inverse_permutation(order) + 1).astype(s.dtype)
+    idcg = metrics.dcg(g, g, where=valid)[..., None]
     g = g / jnp.where(idcg > 0, idcg, 1)
 
     def inv_d(r):
@@ -244,9 +236,7 @@ def listmle(scores, labels, *, where=None) -> jax.Array:
     """
     s, y, valid = _prepare(scores, labels, where)
     n = s.shape[-1]
-    key = jnp.where(valid, -y, jnp.inf)
-    iota = lax.broadcasted_iota(jnp.int32, key.shape, key.ndim - 1)
-    order = lax.sort((key, iota), dimension=key.ndim - 1, num_keys=1, is_stable=True)[1]
+    order = argsort_descending(sort_key(y, valid))
     s_sorted = jnp.take_along_axis(s, order, axis=-1)
     inside = jnp.arange(n) < jnp.sum(valid, axis=-1, keepdims=True)
     # Items past the valid prefix stand at the lowest finite value: they add

@@ -198,6 +198,16 @@ def argsort_descending(key: jax.Array, bounds: bool = False):
     )
 
 
+def inverse_permutation(order: jax.Array) -> jax.Array:
+    """``inv`` with ``inv[..., order[..., p]] = p``: the 0-based position of each item,
+    for an ``order`` holding a permutation of ``0..n-1`` along its last axis."""
+    n = order.shape[-1]
+    flat = order.reshape(-1, n)
+    rows = jnp.arange(flat.shape[0])[:, None]
+    inv = jnp.zeros_like(flat).at[rows, flat].set(lax.broadcasted_iota(flat.dtype, flat.shape, 1))
+    return inv.reshape(order.shape)
+
+
 def _key_as_float(key: jax.Array) -> jax.Array:
     """Floats whose total order (the one ``lax.top_k`` uses, NaN payloads
     included) is the order of the integer keys."""

@@ -48,7 +48,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxrank.ranking import PositionFn, Ranks
+from jaxrank.ranking import PositionFn, Ranks, argsort_descending, inverse_permutation, sort_key
 
 __all__ = [
     "ApproxRanker",
@@ -498,17 +498,10 @@ def _project_sorted_bwd(kl, residuals, u):
 _project_sorted.defvjp(_project_sorted_fwd, _project_sorted_bwd)
 
 
-def _sort_order(scores: jax.Array, valid: jax.Array) -> jax.Array:
-    """Valid items by score ascending (stable), then the invalid ones. Pure ``lax.sort``."""
-    x = lax.stop_gradient(scores)
-    x = x + jnp.zeros((), x.dtype)  # one key for -0.0 and 0.0
-    itype = jnp.int64 if x.dtype == jnp.float64 else jnp.int32
-    info = jnp.iinfo(itype)
-    bits = lax.bitcast_convert_type(x, itype)
-    key = jnp.where(bits < 0, bits ^ jnp.array(info.max, itype), bits)
-    key = jnp.where(valid, key, jnp.array(info.max, itype))
-    iota = lax.broadcasted_iota(jnp.int32, key.shape, key.ndim - 1)
-    return lax.sort((key, iota), dimension=key.ndim - 1, num_keys=1, is_stable=True)[1]
+def _ascending_order(scores: jax.Array, valid: jax.Array) -> jax.Array:
+    """Valid items by score ascending (ties in input order), then the invalid ones: the
+    ranking primitive's order of the negated scores."""
+    return argsort_descending(sort_key(-lax.stop_gradient(scores), valid))
 
 
 def soft_ranks(scores: jax.Array, where: Optional[jax.Array] = None, *, strength: float = 1.0, regularization: str = "l2") -> jax.Array:
@@ -549,12 +542,10 @@ def soft_ranks(scores: jax.Array, where: Optional[jax.Array] = None, *, strength
     s = s.reshape(-1, n)
     valid = valid.reshape(-1, n)
     m = jnp.sum(valid, axis=-1, dtype=jnp.int32)
-    order = _sort_order(s, valid)
+    order = _ascending_order(s, valid)
     z = jnp.take_along_axis(-s / strength, order, axis=-1)
     r_sorted = _project_sorted(z, m, regularization == "kl")
-    rows = jnp.arange(s.shape[0])[:, None]
-    inverse = jnp.zeros_like(order).at[rows, order].set(lax.broadcasted_iota(jnp.int32, order.shape, 1))
-    r = jnp.take_along_axis(r_sorted, inverse, axis=-1)
+    r = jnp.take_along_axis(r_sorted, inverse_permutation(order), axis=-1)
     m_f = m[:, None].astype(r.dtype)
     r = r + lax.stop_gradient(jnp.clip(r, 1, jnp.maximum(m_f, 1)) - r)
     return jnp.where(valid, r, m_f + 1).reshape(shape)
@@ -608,8 +599,9 @@ def softrank(
     the scores, exact integer ranks once the gaps between sorted scores exceed
     the strength (l2), all equal to the mean rank when the strength is large.
 
-    Cost per list: one O(n log n) sort (``lax.sort``; no host callback, so it
-    runs unchanged on CPU, GPU and TPU), then pool-adjacent-violators in a
+    Cost per list: one O(n log n) sort (the ranking primitive's
+    :func:`~jaxrank.ranking.argsort_descending`: ``lax.sort`` on GPU and TPU, no
+    host callback there; numpy's sort on CPU), then pool-adjacent-violators in a
     ``lax.while_loop`` of at most 2n O(1) steps (exact, sequential), and an
     O(n) custom VJP. The cutoff is :func:`soft_cutoff` with
     :math:`\\tau` = ``strength`` (or ``cutoff_temperature``). ``count_before``
@@ -759,8 +751,8 @@ class SoftSortRanker:
         s, valid = _inputs(scores, where)
         n = s.shape[-1]
         m = jnp.sum(valid, axis=-1, keepdims=True)
-        top = -jnp.sort(-jnp.where(valid, s, -jnp.inf), axis=-1)
-        top = jnp.where(jnp.arange(n) < m, top, 0)
+        order = argsort_descending(sort_key(lax.stop_gradient(s), valid))
+        top = jnp.where(jnp.arange(n) < m, jnp.take_along_axis(s, order, axis=-1), 0)
         logits = -jnp.abs(top[..., :, None] - s[..., None, :]) / self.temperature
         return PermutationRanks(perm=_permutation_from_logits(logits, valid, self.sinkhorn), valid=valid)
 

@@ -209,3 +209,14 @@ def test_expected_cascade_branches_agree():
     shifted = ranks._cascade_shifted(ranks._sorted(p), weights, start, end, 8)
     scanned = ranks._cascade_scan(p, weights, start, end, ranks.depth)
     np.testing.assert_allclose(shifted, scanned, rtol=1e-10)
+
+
+def test_inverse_permutation_gives_each_items_position_for_any_batch_shape():
+    from jaxrank.ranking import inverse_permutation
+
+    rng = np.random.default_rng(3)
+    order = np.stack([rng.permutation(7) for _ in range(6)]).reshape(2, 3, 7)
+    inv = np.asarray(inverse_permutation(jnp.asarray(order, jnp.int32)))
+    want = np.argsort(order, axis=-1)  # numpy's argsort of a permutation is its inverse
+    np.testing.assert_array_equal(inv, want)
+    np.testing.assert_array_equal(np.take_along_axis(order, inv, -1), np.broadcast_to(np.arange(7), (2, 3, 7)))
