@@ -214,10 +214,14 @@ class PointRanks(Ranks):
         return self._weighted(g, f, self.cutoff(1 + above, jnp.ones((), above.dtype)))
 
     def cascade(self, p: jax.Array, f: PositionFn) -> jax.Array:
-        raise ValueError(
-            f"{type(self).__name__} defines no cascade (ERR needs the chance that each item "
-            "is above another); use jaxrank.approx, jaxrank.neuralsort or jaxrank.softsort"
-        )
+        """:math:`\\sum_i p_i f(r_i) \\prod_{j \\ne i} (1 - p_j \\pi_{ij})` with
+        :math:`\\pi_{ij} = \\sigma((r_i - r_j) / \\tau)`, the chance that ``j`` is above ``i``
+        read off the smooth ranks (``p`` clipped to [0, 1]). O(n^2) work in row blocks of
+        O(n) memory, as :func:`approx`: ERR is the one metric that needs every pair."""
+        p = jnp.where(self.valid, p, 0)
+        # pairs of (s_j - s_i) / tau with s = -r: (r_i - r_j) / tau
+        logs = _pairwise_rows("log_cascade", -self.ranks, self.valid, p, self.tau)
+        return self._weighted(p, f, jnp.exp(logs))
 
 
 # approx -----------------------------------------------------------------------------
@@ -606,7 +610,8 @@ def softrank(
     O(n) custom VJP. The cutoff is :func:`soft_cutoff` with
     :math:`\\tau` = ``strength`` (or ``cutoff_temperature``). ``count_before``
     and ``survival`` (AP, RR, success) rank again inside the relevant /
-    non-relevant subsets; ERR (``cascade``) raises ``ValueError``.
+    non-relevant subsets; ERR (``cascade``) compares every pair of soft ranks,
+    :math:`\\sigma((r_i - r_j)/\\tau)`, in O(n^2) work and O(n) memory per list.
 
     Args:
       strength: :math:`\\varepsilon > 0`, in units of scores.

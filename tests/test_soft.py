@@ -35,7 +35,6 @@ RANKERS = {
     "softsort_sinkhorn": lambda t: jaxrank.softsort(t, sinkhorn=3),
     "gumbel_approx": lambda t: jaxrank.gumbel(jaxrank.approx(t), samples=3, key=1),
 }
-NO_CASCADE = {"softrank_l2", "softrank_kl"}
 # softsort's Sinkhorn path is the one neuralsort_sinkhorn takes: tested in the limit
 # and edge-case tests only, to keep the number of compiled programs down.
 CORE = [r for r in RANKERS if r != "softsort_sinkhorn"]
@@ -58,16 +57,8 @@ METRICS = {
 }
 
 
-def _metric_names(ranker_name):
-    return [m for m in METRICS if not (m.startswith("err") and ranker_name in NO_CASCADE)]
-
-
 # One of each operation: linear, count_before, survival, cascade (and a cutoff).
 OPS = ("ndcg@3", "average_precision", "reciprocal_rank", "success@2", "err@3")
-
-
-def _ops(ranker_name):
-    return tuple(m for m in OPS if m in _metric_names(ranker_name))
 
 
 def _metrics(scores, labels, where, ranker, names, share):
@@ -117,23 +108,16 @@ def _tie_free(seed, batch=SHAPE[0], n=SHAPE[1]):
 @pytest.mark.parametrize("name", list(RANKERS))
 def test_soft_metrics_converge_to_hard_metrics_as_temperature_vanishes(name):
     scores, labels, where = _tie_free(seed=3)
-    names = tuple(_metric_names(name))
+    names = tuple(METRICS)
     hard = np.asarray(_all_metrics(scores, labels, where, jaxrank.hard("stable"), names))
     scaled = scores * SCALE.get(name, 1.0)
     cold = np.asarray(_shared_metrics(scaled, labels, where, RANKERS[name](1e-3), names))
     for j, metric in enumerate(names):
         np.testing.assert_allclose(cold[:, j], hard[:, j], atol=1e-6, err_msg=f"{name} {metric}")
     # ...and the relaxation is a real one: away from the hard values when warm.
-    warm, _ = _values_and_grad(scores, labels, where, RANKERS[name](T), _ops(name))
-    hard_ops = hard[:, [names.index(m) for m in _ops(name)]]
+    warm, _ = _values_and_grad(scores, labels, where, RANKERS[name](T), OPS)
+    hard_ops = hard[:, [names.index(m) for m in OPS]]
     assert np.max(np.abs(np.asarray(warm) - hard_ops)) > 1e-2
-
-
-@pytest.mark.parametrize("name", sorted(NO_CASCADE))
-def test_softrank_has_no_cascade_so_err_raises(name):
-    scores, labels, where = _tie_free(seed=0)
-    with pytest.raises(ValueError, match="cascade"):
-        jaxrank.err(scores, labels, k=3, where=where, ranker=RANKERS[name](0.1))
 
 
 def test_gumbel_around_the_exact_ranker_samples_plackett_luce():
@@ -152,7 +136,7 @@ def test_gradients_match_finite_differences(name):
     _, labels, where = _tie_free(seed=11)
     scores = jnp.asarray(np.random.default_rng(11).normal(size=SHAPE))
     ranker = RANKERS[name](T)
-    names = _ops(name)
+    names = OPS
 
     # The jitted value and autodiff gradient (compiled once, shared with the
     # other tests), seen by check_grads as one function of the scores.
@@ -185,7 +169,7 @@ def _edge_cases(dtype):
 
 @pytest.mark.parametrize("name", list(RANKERS))
 def test_gradients_are_finite_for_masks_ties_zero_labels_and_huge_scores(name):
-    names = _ops(name)
+    names = OPS
     for dtype in (jnp.float64, jnp.float32, jnp.bfloat16):
         scores, labels, where = _edge_cases(dtype)
         values, grad = _values_and_grad(scores, labels, where, RANKERS[name](T), names)
@@ -202,8 +186,8 @@ def test_gradients_are_finite_for_masks_ties_zero_labels_and_huge_scores(name):
 def test_masked_padding_may_hold_infinite_scores(name):
     scores, labels, where = _tie_free(seed=5)
     padded = jnp.where(where, scores, -jnp.inf)
-    v1, g1 = _values_and_grad(scores, labels, where, RANKERS[name](T), _ops(name))
-    v2, g2 = _values_and_grad(padded, labels, where, RANKERS[name](T), _ops(name))
+    v1, g1 = _values_and_grad(scores, labels, where, RANKERS[name](T), OPS)
+    v2, g2 = _values_and_grad(padded, labels, where, RANKERS[name](T), OPS)
     np.testing.assert_allclose(v1, v2, rtol=1e-12)
     np.testing.assert_allclose(g1, g2, rtol=1e-10, atol=1e-14)
 
@@ -225,7 +209,7 @@ def test_padding_with_masked_items_changes_neither_values_nor_gradients(name):
     big_y = rng.integers(0, 4, (batch, n + pad))
     big_w = np.zeros((batch, n + pad), bool)
     big_s[:, real], big_y[:, real], big_w[:, real] = scores, labels, where
-    names = _ops(name)
+    names = OPS
     ranker = RANKERS[name](T)
     v1, g1 = _values_and_grad(scores, labels, where, ranker, names)
     v2, g2 = _values_and_grad(jnp.asarray(big_s), jnp.asarray(big_y), jnp.asarray(big_w), ranker, names)
@@ -238,7 +222,7 @@ def test_padding_with_masked_items_changes_neither_values_nor_gradients(name):
 def test_jit_equals_eager_and_vmap_equals_a_python_loop(name):
     scores, labels, where = (x[:3] for x in _tie_free(seed=9))
     ranker = RANKERS[name](T)
-    names = _ops(name)
+    names = OPS
 
     def f(s, y, w):
         return _metrics(s, y, w, ranker, names, share=True)
