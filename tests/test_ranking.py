@@ -220,3 +220,14 @@ def test_inverse_permutation_gives_each_items_position_for_any_batch_shape():
     want = np.argsort(order, axis=-1)  # numpy's argsort of a permutation is its inverse
     np.testing.assert_array_equal(inv, want)
     np.testing.assert_array_equal(np.take_along_axis(order, inv, -1), np.broadcast_to(np.arange(7), (2, 3, 7)))
+
+
+def test_float64_scores_that_differ_only_in_their_last_bits_rank_exactly():
+    # The CPU sort of 64-bit keys packs the index into the keys' lowest bits and
+    # re-sorts the rows where that reordered keys: these rows need it.
+    rng = np.random.default_rng(5)
+    scores = np.concatenate([1.0 + rng.integers(0, 64, (3, 40)) * 2.0**-52, rng.standard_normal((3, 40))])
+    ranks = jaxrank.hard("stable")(jnp.asarray(scores, jnp.float64))
+    assert ranks.order.shape == scores.shape  # the full sort, not top-k
+    want = np.argsort(-scores, axis=-1, kind="stable")
+    np.testing.assert_array_equal(np.asarray(ranks.order), want)
