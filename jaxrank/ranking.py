@@ -142,16 +142,18 @@ def _host_order_rows(key: np.ndarray) -> np.ndarray:
     # bits: the value sort orders by the rest of the key, then by index. Keys that differ
     # only in those bits (scores within ~n * 2^-52 of each other) can come out of order;
     # rows where that happened are sorted again, exactly (~3x slower).
-    inv = np.invert(key)
+    if n <= 1:
+        return np.zeros(key.shape, np.int32)
+    inv = np.invert(key).reshape(-1, n)
     low = np.int64((1 << max(1, (n - 1).bit_length())) - 1)
     comp = (inv & ~low) | np.arange(n, dtype=np.int64)
     comp.sort(axis=-1)
     order = comp & low
     sorted_keys = np.take_along_axis(inv, order, axis=-1)
-    bad = np.flatnonzero((sorted_keys[..., 1:] < sorted_keys[..., :-1]).any(axis=-1)) if n > 1 else []
+    bad = np.flatnonzero((sorted_keys[:, 1:] < sorted_keys[:, :-1]).any(axis=-1))
     if len(bad):
         order[bad] = np.argsort(inv[bad], axis=-1, kind="stable")
-    return order.astype(np.int32)
+    return order.astype(np.int32).reshape(key.shape)
 
 
 def _host_bounds(key_sorted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
