@@ -57,3 +57,23 @@ def test_byte_identical(data, expected, capsysbinary):
 def test_qrels_with_comments_give_the_same_output(data, capsysbinary):
     assert main(_argv(["qrels.test.with-comments", "results.test"])) == 0
     assert capsysbinary.readouterr().out == (data / "out.test").read_bytes()
+
+
+def test_the_command_with_its_xla_flags_and_compilation_cache_is_byte_identical(data, tmp_path):
+    # As a command (not main(argv)), jaxrank sets its XLA flags and keeps compiled code in a
+    # cache directory: the first run fills the cache, the second runs from it.
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, JAXRANK_CACHE_DIR=str(tmp_path / "xla"))
+    env.pop("XLA_FLAGS", None)
+    want = (data / "out.test.a").read_bytes()
+    for attempt in ("cold", "warm"):
+        done = subprocess.run(
+            [sys.executable, "-m", "jaxrank.cli", *_argv(CASES["out.test.a"])],
+            capture_output=True, env=env, timeout=300,
+        )
+        assert done.returncode == 0, done.stderr.decode()
+        assert done.stdout == want, attempt
+    assert any((tmp_path / "xla").iterdir()), "nothing was written to the compilation cache"
