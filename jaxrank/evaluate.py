@@ -338,7 +338,7 @@ def _group(
                 _pad(judgments[hi], rows, m, 0),
                 _pad(batch.judgments_where[hi], rows, m, False),
             ))
-        out = [np.concatenate([np.asarray(p[i]) for p in parts])[:n_q] for i in range(len(parts[0]))]
+        out = [np.concatenate([p[i] for p in parts])[:n_q] for i in range(len(parts[0]))]
     positive = np.count_nonzero((batch.judgments > 0) & batch.judgments_where, axis=1)
     return [str(x) for x in batch.qids.tolist()], out, bogus, positive
 

@@ -1156,13 +1156,13 @@ class Compiled:
     def __init__(self, plan: Plan, sort_stage, rest_stage):
         self.plan, self._sort, self._rest = plan, sort_stage, rest_stage
 
-    def __call__(self, scores, rr, where, judgments, judgments_where) -> list[jax.Array]:
-        """Dispatches the computation and returns without waiting for it (jax arrays), so
-        that the calls for several slices of queries can run at the same time."""
+    def __call__(self, scores, rr, where, judgments, judgments_where) -> list[np.ndarray]:
+        # Waits for the result: two executions holding the sort's host callback, in flight
+        # at once, deadlocked in an experiment (docs/trec.md); overlapping them gained nothing.
         arrays = (scores, rr, where, judgments, judgments_where)
         ranks, ideals, first_out = self._sort(*arrays)
         rest_out = self._rest(ranks, ideals, *arrays) if self._rest is not None else ()
-        return _merge(self.plan, first_out, rest_out)
+        return [np.asarray(x) for x in _merge(self.plan, first_out, rest_out)]
 
 
 def compile_plan(plan: Plan, queries: int, n: int, m: int) -> Compiled:
