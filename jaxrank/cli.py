@@ -103,6 +103,9 @@ def _compilation_cache() -> None:
         return
     if os.access(path, os.W_OK | os.X_OK):
         jax.config.update("jax_compilation_cache_dir", path)
+        # JAX skips programs that compiled in under a second; on a fast machine that would be
+        # every measure program, whose compilation a run then pays again
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 
 
 def _one_line(message: object) -> str:
