@@ -209,7 +209,7 @@ def score(params, x, where, *, query_norm: bool = False, dropout: float = 0.0, k
 
 # --------------------------------------------------------------------------- losses
 def make_loss(name: str, temperature: Optional[float] = None, gain: str = "linear", *,
-              sinkhorn: int = 0, regularization: str = "l2") -> Callable:
+              cutoff: Optional[int] = None, sinkhorn: int = 0, regularization: str = "l2") -> Callable:
     """``loss(scores, labels, where) -> [Q]`` from :mod:`jaxrank.losses`.
 
     ``approx`` / ``softrank`` / ``neuralsort``: ``1 - nDCG`` computed by
@@ -217,7 +217,8 @@ def make_loss(name: str, temperature: Optional[float] = None, gain: str = "linea
     parameter (the temperature of ``approx`` and ``neuralsort``, the strength of
     ``softrank``) is ``temperature`` (the ranker's own default when ``None``),
     and the nDCG's ``gain`` (``"linear"`` as evaluated, or ``"exp"``, 2^y - 1,
-    which weighs the top grades more). ``sinkhorn`` iterations go to
+    which weighs the top grades more), its cutoff ``k=cutoff`` (``None``: the
+    whole list). ``sinkhorn`` iterations go to
     ``neuralsort``, ``regularization`` (``"l2"`` or ``"kl"``) to ``softrank``.
     The others are the baselines of :mod:`jaxrank.losses` with their defaults.
     """
@@ -233,7 +234,7 @@ def make_loss(name: str, temperature: Optional[float] = None, gain: str = "linea
 
         def loss(scores, labels, where):
             return losses.metric_loss(scores, labels, where=where, metric=jaxrank.ndcg, ranker=ranker,
-                                      gain=gain)
+                                      gain=gain, k=cutoff)
 
         return loss
     if name in BASELINE_LOSSES:
@@ -255,6 +256,7 @@ class Config:
     batch: int = 32  # queries per step; 0: every training query
     temperature: Optional[float] = None  # soft ranker: temperature (approx, neuralsort), strength (softrank)
     gain: str = "linear"  # gain of the soft nDCG in the loss ("linear" or "exp"); evaluation stays linear
+    cutoff: Optional[int] = None  # k of the soft nDCG in the loss; None: the whole list
     sinkhorn: int = 0  # neuralsort: Sinkhorn normalisations of its relaxed permutation
     regularization: str = "l2"  # softrank: "l2" (Euclidean) or "kl" (entropic) projection
     ema: float = 0.0  # decay of the moving average of the weights that is evaluated; 0: the last weights
@@ -510,7 +512,7 @@ def run(
     }
     for name in losses:
         cfg = config_for(name, base, **overrides)
-        loss_fn = make_loss(name, cfg.temperature, cfg.gain, sinkhorn=cfg.sinkhorn,
+        loss_fn = make_loss(name, cfg.temperature, cfg.gain, cutoff=cfg.cutoff, sinkhorn=cfg.sinkhorn,
                             regularization=cfg.regularization)
         data = data_for(cfg.transform)
         eval_split = data.valid if valid_fraction > 0 else data.test
@@ -606,6 +608,7 @@ def main(argv=None) -> dict:
     p.add_argument("--batch", type=int, help="queries per step (0: all)")
     p.add_argument("--temperature", type=float, help="soft ranker temperature")
     p.add_argument("--gain", choices=("linear", "exp"), help="gain of the soft nDCG in the soft-metric losses")
+    p.add_argument("--cutoff", type=int, help="soft-metric losses: k of the soft nDCG (default: whole list)")
     p.add_argument("--sinkhorn", type=int, help="neuralsort: Sinkhorn iterations")
     p.add_argument("--regularization", choices=("l2", "kl"), help="softrank: projection")
     p.add_argument("--ema", type=float,
@@ -627,7 +630,7 @@ def main(argv=None) -> dict:
     overrides = dict(steps=args.steps, eval_every=args.eval_every, lr=args.lr,
                      weight_decay=args.weight_decay, dropout=args.dropout, batch=args.batch,
                      temperature=args.temperature, gain=args.gain, ema=args.ema, transform=args.transform,
-                     sinkhorn=args.sinkhorn, regularization=args.regularization,
+                     cutoff=args.cutoff, sinkhorn=args.sinkhorn, regularization=args.regularization,
                      query_norm=None if args.query_norm is None else args.query_norm == "on",
                      hidden=tuple(int(h) for h in args.hidden.split(",")) if args.hidden else None)
     seeds = tuple(range(args.seeds if args.seeds is not None else (1 if args.quick else 5)))
