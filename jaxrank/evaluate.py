@@ -28,7 +28,7 @@ import jax
 import numpy as np
 
 from jaxrank import trec
-from jaxrank.measures import MIN_GEO_MEAN, Column, Plan, compile_plan, parse_measures, relstring_text
+from jaxrank.measures import MIN_GEO_MEAN, Column, Plan, lower_plan, parse_measures, relstring_text
 
 __all__ = ["Report", "evaluate", "report"]
 
@@ -243,15 +243,27 @@ def _executable(plan: Plan, shape: tuple[int, int, int], background: bool = Fals
         while len(_EXECUTABLES) > _EXECUTABLES_KEPT:
             _EXECUTABLES.popitem(last=False)
 
+    def fail(e: BaseException) -> None:
+        with _EXECUTABLES_LOCK:
+            if _EXECUTABLES.get(key) is future:
+                del _EXECUTABLES[key]
+        future.set_exception(e)
+
+    # Lowering is Python under the GIL: done here, it does not slow the parsing of the run
+    # that a background compilation overlaps (measured: ~0.15 s less end to end).
+    try:
+        with jax.enable_x64(True):
+            lowered = lower_plan(plan, *shape)
+    except Exception as e:  # noqa: BLE001 - handed to whoever waits
+        fail(e)
+        return future
+
     def work():
         try:
             with jax.enable_x64(True):
-                future.set_result(compile_plan(plan, *shape))
+                future.set_result(lowered.compile())
         except BaseException as e:  # noqa: BLE001 - handed to whoever waits
-            with _EXECUTABLES_LOCK:
-                if _EXECUTABLES.get(key) is future:
-                    del _EXECUTABLES[key]
-            future.set_exception(e)
+            fail(e)
 
     if background:
         # not a daemon: the interpreter waits for it at exit (a daemon thread killed inside

@@ -36,7 +36,7 @@ import dataclasses
 import difflib
 import functools
 import re
-from typing import Callable, Iterable, Optional, Union
+from typing import Any, Callable, Iterable, Optional, Union
 
 import jax
 import jax.numpy as jnp
@@ -50,11 +50,13 @@ from jaxrank.ranking import HardRanks, cumsum, hard, row_sum
 __all__ = [
     "Column",
     "Compiled",
+    "Lowered",
     "Measure",
     "MeasureError",
     "Plan",
     "compile_plan",
     "compute",
+    "lower_plan",
     "measure_names",
     "parse_measures",
 ]
@@ -1165,19 +1167,37 @@ class Compiled:
         return [np.asarray(x) for x in _merge(self.plan, first_out, rest_out)]
 
 
-def compile_plan(plan: Plan, queries: int, n: int, m: int) -> Compiled:
-    """Compile :func:`compute` for ``[queries, n]`` lists and ``[queries, m]`` judgments
-    (float64 scores, int32 relevance values). Needs ``jax_enable_x64`` (e.g. within
-    ``with jax.enable_x64(True)``), as the calls of the result do."""
+@dataclasses.dataclass(frozen=True)
+class Lowered:
+    """The two stages of a :class:`Plan` lowered for one batch shape, not yet compiled
+    (see :func:`lower_plan`)."""
+
+    plan: Plan
+    sort_stage: Any
+    rest_stage: Any
+
+    def compile(self) -> Compiled:
+        """XLA's compilation: C++ that releases the GIL, so it can overlap Python work."""
+        rest = self.rest_stage.compile() if self.rest_stage is not None else None
+        return Compiled(self.plan, self.sort_stage.compile(), rest)
+
+
+def lower_plan(plan: Plan, queries: int, n: int, m: int) -> Lowered:
+    """Trace and lower :func:`compute` for ``[queries, n]`` lists and ``[queries, m]``
+    judgments (float64 scores, int32 relevance values): Python work, under the GIL. Needs
+    ``jax_enable_x64`` (e.g. within ``with jax.enable_x64(True)``), as the calls of the
+    compiled result do."""
     shapes = [(queries, n)] * 3 + [(queries, m)] * 2
     specs = [jax.ShapeDtypeStruct(s, d) for s, d in zip(shapes, _DTYPES)]
     sort_lowered = _stage_sort.lower(plan, *specs)
     ranks, ideals, _ = sort_lowered.out_info
-    sort_stage = sort_lowered.compile()
-    rest_stage = None
-    if _split(plan)[1]:
-        rest_stage = _stage_rest.lower(plan, ranks, ideals, *specs).compile()
-    return Compiled(plan, sort_stage, rest_stage)
+    rest_lowered = _stage_rest.lower(plan, ranks, ideals, *specs) if _split(plan)[1] else None
+    return Lowered(plan, sort_lowered, rest_lowered)
+
+
+def compile_plan(plan: Plan, queries: int, n: int, m: int) -> Compiled:
+    """:func:`lower_plan`, then compiled: the computation for one batch shape."""
+    return lower_plan(plan, queries, n, m).compile()
 
 
 def compute(plan: Plan, scores, rr, where, judgments, judgments_where) -> list[np.ndarray]:
