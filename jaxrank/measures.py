@@ -716,9 +716,7 @@ def _rprec(ctx, m):
 @_family("Rprec_mult")
 def _rprec_mult(ctx, m):
     level = ctx.level(m)
-    return jnp.stack(
-        [ctx.metric(metrics.r_precision, judged=True, rel=level, mult=float(x)) for x in m.cuts], -1
-    )
+    return ctx.metric(metrics.r_precision, judged=True, rel=level, mult=[float(x) for x in m.cuts])
 
 
 @_family("recip_rank")

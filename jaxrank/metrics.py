@@ -392,32 +392,43 @@ def r_precision(
     ranker=_DEFAULT_RANKER,
     judgments=None,
     judgments_where=None,
-    mult: float = 1.0,
+    mult: Union[float, Sequence[float]] = 1.0,
 ) -> Array:
     """Precision at :math:`R`, the number of relevant documents (no ``k``).
 
     .. math:: RP = \\frac{1}{R} \\sum_i [y_i \\ge rel]\\,[r_i \\le R]
 
     ``mult`` measures at :math:`\\lfloor mult \\cdot R + 0.9 \\rfloor` instead
-    (trec_eval's ``Rprec_mult``, which rounds this way), dividing by that cutoff.
+    (trec_eval's ``Rprec_mult``, which rounds this way), dividing by that cutoff; a
+    sequence of them gives a trailing axis, from one ranking pass (like ``k``).
 
     Example:
       >>> import jaxrank
       >>> float(jaxrank.r_precision([0.3, 0.2, 0.1], [0, 1, 1]))  # R = 2
       0.5
+      >>> # cutoffs floor(0.5 * 2 + 0.9) = 1 and floor(1.5 * 2 + 0.9) = 3
+      >>> [round(float(v), 4) for v in jaxrank.r_precision([0.3, 0.2, 0.1], [0, 1, 1], mult=(0.5, 1.5))]
+      [0.0, 0.6667]
     """
+    many = isinstance(mult, (list, tuple))
+    mults = tuple(mult) if many else (mult,)
+    if not mults or any(isinstance(x, bool) or not isinstance(x, numbers.Real) or not x > 0 for x in mults):
+        raise ValueError(f"mult must be a positive number or a non-empty sequence of them, got {mult!r}")
     scores, labels, valid, judgments, jvalid = _inputs(scores, labels, where, judgments, judgments_where)
     ranks = _ranks(ranker, scores, where, None)
     big_r = _num_relevant(labels, valid, judgments, jvalid, rel)
     # The max keeps XLA:CPU from fusing the product and the sum into one FMA, which rounds
     # once where trec_eval rounds twice (e.g. 0.7 * 3 + 0.9 would floor to 3, not 2).
-    cut = jnp.floor(jnp.maximum(mult * big_r, -1.0) + 0.9) if mult != 1.0 else big_r
+    cut = jnp.stack(
+        [jnp.floor(jnp.maximum(x * big_r, -1.0) + 0.9) if x != 1.0 else big_r for x in mults], axis=-1
+    )
 
     def f(pos):
-        return ranks.cutoff(pos[..., None], cut[..., None, None])
+        return ranks.cutoff(pos[..., None], cut[..., None, :])
 
-    hits = ranks.linear(_relevant(labels, valid, rel), f)[..., 0]
-    return _safe_divide(hits, cut)
+    hits = ranks.linear(_relevant(labels, valid, rel), f)
+    values = _safe_divide(hits, cut)
+    return values if many else values[..., 0]
 
 
 def dcg(

@@ -318,6 +318,21 @@ def test_unknown_gain_discount_and_bad_parameters_are_rejected():
         jaxrank.rbp(SCORES, LABELS, p=1.5)
     with pytest.raises(ValueError, match="ranker must be"):
         jaxrank.ndcg(SCORES, LABELS, ranker="hard")
+    for mult in (0, -0.5, (), (0.5, "2"), True):
+        with pytest.raises(ValueError, match="mult must be"):
+            jaxrank.r_precision(SCORES, LABELS, mult=mult)
+
+
+def test_r_precision_with_many_mults_equals_one_call_per_mult():
+    rng = np.random.default_rng(4)
+    scores = jnp.asarray(rng.standard_normal((5, 12)))
+    labels = jnp.asarray(rng.integers(0, 3, (5, 12)))
+    judgments = jnp.asarray(rng.integers(0, 3, (5, 20)))
+    mults = [0.2, 0.7, 1.0, 1.4, 2.0]
+    many = jaxrank.r_precision(scores, labels, judgments=judgments, mult=mults)
+    assert many.shape == (5, len(mults))
+    for j, mult in enumerate(mults):
+        np.testing.assert_array_equal(many[:, j], jaxrank.r_precision(scores, labels, judgments=judgments, mult=mult))
 
 
 def test_nan_scores_are_ranked_last_under_jit():

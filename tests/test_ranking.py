@@ -231,3 +231,14 @@ def test_float64_scores_that_differ_only_in_their_last_bits_rank_exactly():
     assert ranks.order.shape == scores.shape  # the full sort, not top-k
     want = np.argsort(-scores, axis=-1, kind="stable")
     np.testing.assert_array_equal(np.asarray(ranks.order), want)
+
+
+@pytest.mark.parametrize("n", [1, 7, 33, 64, 97, 100, 1000, 1009])
+def test_cumsum_and_row_sum_equal_numpys_for_any_list_length(n):
+    # On CPU both are matmuls over blocks: lengths with and without a block size that divides
+    # them, and with a tail summed apart (97 and 1009 have no divisor in (32, 64]).
+    from jaxrank.ranking import cumsum, row_sum
+
+    x = np.random.default_rng(n).standard_normal((3, n))
+    np.testing.assert_allclose(np.asarray(cumsum(jnp.asarray(x))), np.cumsum(x, axis=-1), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(row_sum(jnp.asarray(x))), x.sum(-1), rtol=1e-12, atol=1e-12)
