@@ -54,7 +54,6 @@ __all__ = [
     "Measure",
     "MeasureError",
     "Plan",
-    "compile_plan",
     "compute",
     "lower_plan",
     "measure_names",
@@ -608,11 +607,11 @@ class _Ctx:
         return jnp.arange(1, self.n + 1, dtype=self.fdtype)
 
     def valid_s(self):
-        return self.memo("valid_s", lambda: jnp.arange(self.n) < self.ranks.n_valid)
+        return self.memo("valid_s", self.ranks.valid_positions)
 
     def in_rank_order(self, v):
         """``v[..., n]`` (input order) in rank order; invalid positions hold 0."""
-        return jnp.where(self.valid_s(), jnp.take_along_axis(v, self.ranks.order, axis=-1), 0)
+        return self.ranks.in_rank_order(v)
 
     def rr_s(self):
         return self.memo("rr_s", lambda: self.in_rank_order(self.rr))
@@ -640,9 +639,7 @@ class _Ctx:
         def build():
             g = jnp.where(self.jvalid, self.gains(self.judg, pairs), 0.0)
             keep = g > 0
-            ranks = hard("stable")(g, keep, depth=None)
-            valid = jnp.arange(self.m) < ranks.n_valid
-            return jnp.where(valid, jnp.take_along_axis(g, ranks.order, axis=-1), 0.0)
+            return hard("stable")(g, keep, depth=None).in_rank_order(g)
 
         return self.memo(("ideal", pairs), build)
 
@@ -658,7 +655,7 @@ class _Ctx:
 
         def build():
             g = self.in_rank_order(self.gains(self.rr, pairs))
-            terms = jnp.where(g != 0, g / jnp.log2(self.pos + 1.0), 0.0)
+            terms = g * metrics.log2_discount(self.pos)
             return g, cumsum(terms)
 
         return self.memo(("dcg_terms", pairs), build)
@@ -848,7 +845,7 @@ def _dcg(ctx, m):
 @_family("ideal_dcg")
 def _ideal_dcg(ctx, m):
     ig = ctx.ideal(m.pairs)
-    return _col(row_sum(ig / jnp.log2(jnp.arange(2, ctx.m + 2, dtype=ctx.fdtype))))
+    return _col(row_sum(ig * metrics.log2_discount(jnp.arange(1, ctx.m + 1, dtype=ctx.fdtype))))
 
 
 @_family("ndcg_exp")
@@ -1056,14 +1053,14 @@ def _g(ctx, m):
 
 def _ideal_dcg_running(ctx, pairs):
     ig = ctx.ideal(pairs)
-    return cumsum(ig / jnp.log2(jnp.arange(2, ctx.m + 2, dtype=ctx.fdtype)))
+    return cumsum(ig * metrics.log2_discount(jnp.arange(1, ctx.m + 1, dtype=ctx.fdtype)))
 
 
 @_family("ndcg_rel")
 def _ndcg_rel(ctx, m):
     g, dcg = ctx.dcg_terms(m.pairs)
     ig_n = ctx.ideal_at_positions(m.pairs)
-    idcg_n = cumsum(ig_n / jnp.log2(ctx.pos + 1.0))
+    idcg_n = cumsum(ig_n * metrics.log2_discount(ctx.pos))
     idcg_total = _ideal_dcg_running(ctx, m.pairs)[..., -1]
     r_pos = row_sum(ctx.ideal(m.pairs) > 0)
     at_rel = jnp.where(g > 0, _safe_div(dcg, idcg_n), 0.0)
@@ -1151,7 +1148,7 @@ _DTYPES = (jnp.float64, jnp.int32, jnp.bool_, jnp.int32, jnp.bool_)
 
 class Compiled:
     """The compiled computation of a :class:`Plan` for one batch shape (see
-    :func:`compile_plan`); call it with the five arrays of :func:`compute`."""
+    :meth:`Lowered.compile`); call it with the five arrays of :func:`compute`."""
 
     def __init__(self, plan: Plan, sort_stage, rest_stage):
         self.plan, self._sort, self._rest = plan, sort_stage, rest_stage
@@ -1191,11 +1188,6 @@ def lower_plan(plan: Plan, queries: int, n: int, m: int) -> Lowered:
     ranks, ideals, _ = sort_lowered.out_info
     rest_lowered = _stage_rest.lower(plan, ranks, ideals, *specs) if _split(plan)[1] else None
     return Lowered(plan, sort_lowered, rest_lowered)
-
-
-def compile_plan(plan: Plan, queries: int, n: int, m: int) -> Compiled:
-    """:func:`lower_plan`, then compiled: the computation for one batch shape."""
-    return lower_plan(plan, queries, n, m).compile()
 
 
 def compute(plan: Plan, scores, rr, where, judgments, judgments_where) -> list[np.ndarray]:

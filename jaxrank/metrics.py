@@ -154,11 +154,16 @@ def _gain_fn(gain: Gain) -> Callable[[Array], Array]:
     raise ValueError(f"gain must be 'linear', 'exp' or a callable, got {gain!r}")
 
 
+def log2_discount(pos: Array) -> Array:
+    """The standard discount of 1-based positions, :math:`1 / \\log_2(1 + p)`."""
+    return 1.0 / jnp.log2(pos + 1.0)
+
+
 def _discount_fn(discount: Discount) -> Callable[[Array], Array]:
     if callable(discount):
         return discount
     if discount == "log2":
-        return lambda pos: 1.0 / jnp.log2(pos + 1.0)
+        return log2_discount
     raise ValueError(f"discount must be 'log2' or a callable, got {discount!r}")
 
 

@@ -273,7 +273,7 @@ def _blocked_cumsum(x: jax.Array, block: int = 64) -> jax.Array:
     XLA:CPU does not vectorise transcendental functions (log1p there is ~10x slower).
     """
     n = x.shape[-1]
-    # a block that divides n, when one is near ``block``, leaves no tail to sum apart
+    # a block that divides n, when one is near ``block``, leaves no tail (a smaller program)
     b = next((d for d in range(block, block // 2, -1) if n % d == 0), min(block, n))
     m = n // b * b
     hi = lax.Precision.HIGHEST
@@ -366,12 +366,15 @@ class HardRanks(Ranks):
     def _positions(self) -> jax.Array:
         return jnp.arange(1, self.depth + 1, dtype=_float_dtype())
 
-    def _valid_sorted(self, dtype) -> jax.Array:
+    def valid_positions(self, dtype=bool) -> jax.Array:
+        """``[..., depth]``: which positions hold a valid item (the first ``n_valid``)."""
         return (jnp.arange(self.depth) < self.n_valid).astype(dtype)
 
-    def _sorted(self, v: jax.Array) -> jax.Array:
+    def in_rank_order(self, v: jax.Array) -> jax.Array:
+        """Per-item values ``v[..., n]`` at the ranked positions, ``[..., depth]``; 0 at the
+        positions past the valid items."""
         v = jnp.broadcast_to(v, self.key.shape)
-        return _take(v, self.order) * self._valid_sorted(v.dtype)
+        return jnp.where(self.valid_positions(), _take(v, self.order), jnp.zeros((), v.dtype))
 
     # Tie groups, in position space ------------------------------------------------
     def _groups(self):
@@ -397,7 +400,7 @@ class HardRanks(Ranks):
 
     def _group_sum(self, v: jax.Array, groups) -> jax.Array:
         start, end, tail, over_members = groups
-        csum = lax.optimization_barrier(cumsum(self._sorted(v)))
+        csum = lax.optimization_barrier(cumsum(self.in_rank_order(v)))
         inside = _take(csum, jnp.minimum(end, self.depth) - 1) - _take(_exclusive(csum), start)
         if tail is None:
             return inside
@@ -406,7 +409,7 @@ class HardRanks(Ranks):
     def _prepare(self, *values: jax.Array):
         """Values in rank order; for optimistic / pessimistic ties, reordered
         inside each tie group by the first value, descending / ascending."""
-        sorted_values = tuple(self._sorted(v) for v in values)
+        sorted_values = tuple(self.in_rank_order(v) for v in values)
         if self.ties not in ("optimistic", "pessimistic"):
             return sorted_values
         start = self._groups()[0]
@@ -417,7 +420,7 @@ class HardRanks(Ranks):
         groups = self._groups()
         start, end = groups[0], groups[1]
         size = (end - start).astype(g.dtype)
-        ws = self._sorted(w)
+        ws = self.in_rank_order(w)
         before = _take(_exclusive(cumsum(ws)), start)
         within = (jnp.arange(self.depth) - start).astype(g.dtype)
         sums = [self._group_sum(v, groups) for v in (g, w, g * w)]
@@ -429,7 +432,7 @@ class HardRanks(Ranks):
         if self.ties == "expected":
             groups = self._groups()
             size = (groups[1] - groups[0]).astype(g.dtype)
-            h = self._group_sum(g, groups) / size * self._valid_sorted(g.dtype)
+            h = self._group_sum(g, groups) / size * self.valid_positions(g.dtype)
         else:
             (h,) = self._prepare(g)
         return _reduce(h, weights)
@@ -442,7 +445,7 @@ class HardRanks(Ranks):
             size, before, within, (big_g, big_w, big_gw) = self._expected_terms(g, w)
             frac = jnp.where(size > 1, within / jnp.maximum(size - 1, 1), 0.0)
             h = (big_g * before + big_gw + (big_g * big_w - big_gw) * frac) / size
-            h = h * self._valid_sorted(g.dtype)
+            h = h * self.valid_positions(g.dtype)
         else:
             ws, gs = self._prepare(w, g)
             h = gs * cumsum(ws)
@@ -466,7 +469,7 @@ class HardRanks(Ranks):
             return jnp.where(within > a, 0.0, jnp.exp(cumsum(logs)))
 
         h = (big_gw * ratio(size - big_w) + (big_g - big_gw) * ratio(size - 1 - big_w)) / size
-        return _reduce(h * (before == 0) * self._valid_sorted(g.dtype), weights)
+        return _reduce(h * (before == 0) * self.valid_positions(g.dtype), weights)
 
     def cascade(self, p: jax.Array, f: PositionFn) -> jax.Array:
         weights = f(self._positions())
@@ -499,8 +502,8 @@ class HardRanks(Ranks):
         if self.depth < self.size:
             raise ValueError("cascade with ties='expected' needs the full ranking (depth=None)")
         start, end, _, _ = self._groups()
-        largest = jnp.max(jnp.where(self._valid_sorted(jnp.int32) > 0, end - start, 1))
-        ps = self._sorted(p)
+        largest = jnp.max(jnp.where(self.valid_positions(jnp.int32) > 0, end - start, 1))
+        ps = self.in_rank_order(p)
         widths = sorted({1, min(2, self.depth), min(8, self.depth), self.depth})
         branches = []
         for w in widths:
@@ -540,12 +543,12 @@ class HardRanks(Ranks):
             rows = jnp.concatenate([weights[..., q:, :], pad], -2)
             step = jnp.where(q < size, mean[q] - mean[q + 1], 0.0)
             total = total + step[..., None] * rows
-        keep = (first * self._valid_sorted(xs.dtype) * self._survive(ps))[..., None]
+        keep = (first * self.valid_positions(xs.dtype) * self._survive(ps))[..., None]
         return jnp.sum(keep * total, axis=-2)
 
     def _cascade_scan(self, p, weights, start, end, width: int) -> jax.Array:
-        xs = 1 - self._sorted(p)
-        valid = self._valid_sorted(p.dtype)
+        xs = 1 - self.in_rank_order(p)
+        valid = self.valid_positions(p.dtype)
         depth = self.depth
         batch = xs.shape[:-1]
         wts = jnp.broadcast_to(weights, batch + weights.shape[-2:])

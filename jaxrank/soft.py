@@ -48,7 +48,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxrank.ranking import PositionFn, Ranks, argsort_descending, inverse_permutation, sort_key
+from jaxrank.ranking import PositionFn, Ranks, argsort_descending, cumsum, inverse_permutation, sort_key
 
 __all__ = [
     "ApproxRanker",
@@ -660,23 +660,24 @@ class PermutationRanks(Ranks):
     def _positions(self) -> jax.Array:
         return jnp.arange(1, self.size + 1, dtype=self.perm.dtype)
 
-    def _sorted(self, v: jax.Array) -> jax.Array:
+    def in_rank_order(self, v: jax.Array) -> jax.Array:
+        """Per-item values softly sorted: ``perm @ v``, ``[..., position]``."""
         v = jnp.where(self.valid, v, 0)
         return jnp.matmul(self.perm, v[..., None].astype(jnp.promote_types(v.dtype, self.perm.dtype)))[..., 0]
 
     def linear(self, g: jax.Array, f: PositionFn) -> jax.Array:
-        return _reduce(self._sorted(g), f(self._positions()))
+        return _reduce(self.in_rank_order(g), f(self._positions()))
 
     def count_before(self, g: jax.Array, f: PositionFn, w: jax.Array) -> jax.Array:
-        h = self._sorted(g) * jnp.cumsum(self._sorted(w), axis=-1)
+        h = self.in_rank_order(g) * cumsum(self.in_rank_order(w))
         return _reduce(h, f(self._positions()))
 
     def survival(self, g: jax.Array, f: PositionFn, w: jax.Array) -> jax.Array:
-        h = self._sorted(g) * _exclusive_cumprod(1 - self._sorted(w))
+        h = self.in_rank_order(g) * _exclusive_cumprod(1 - self.in_rank_order(w))
         return _reduce(h, f(self._positions()))
 
     def cascade(self, p: jax.Array, f: PositionFn) -> jax.Array:
-        ps = self._sorted(p)
+        ps = self.in_rank_order(p)
         return _reduce(ps * _exclusive_cumprod(1 - ps), f(self._positions()))
 
 

@@ -206,7 +206,7 @@ def test_expected_cascade_branches_agree():
     p = jnp.where(where, (2.0 ** labels - 1) / 16, 0.0)
     weights = 1.0 / jnp.arange(1, ranks.depth + 1)[:, None]
     start, end, _, _ = ranks._groups()
-    shifted = ranks._cascade_shifted(ranks._sorted(p), weights, start, end, 8)
+    shifted = ranks._cascade_shifted(ranks.in_rank_order(p), weights, start, end, 8)
     scanned = ranks._cascade_scan(p, weights, start, end, ranks.depth)
     np.testing.assert_allclose(shifted, scanned, rtol=1e-10)
 
