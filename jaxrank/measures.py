@@ -41,7 +41,6 @@ from typing import Any, Callable, Iterable, Optional, Union
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 from jaxrank import metrics
 from jaxrank.aggregate import GMEAN_FLOOR
@@ -983,14 +982,15 @@ def _interpolated(ctx, m):
 
     At the c-th relevant document (rank r_c) the value is the best precision at any rank
     >= r_c; trec_eval turns a recall x into c = lround(x R) (trec_eval 9: (long)(x R + 0.9)).
+    Precision falls between relevant documents, so that best is the largest precision at a
+    relevant document with at least c relevant documents up to it: one masked max per cutoff.
     """
     level = ctx.level(m)
     cr = ctx.cum_rel(level)
-    prec = jnp.where(ctx.valid_s(), cr / ctx.pos, 0.0)
-    best_after = lax.cummax(prec, axis=prec.ndim - 1, reverse=True)
+    rel = ctx.rel_s(level) > 0
+    prec = jnp.where(rel, cr / ctx.pos, 0.0)
     rel_ret = cr[..., -1]
     big_r = ctx.num_rel(level)
-    final = jnp.where(ctx.num_ret() > 0, best_after[..., 0], jnp.nan)  # 0/0 in trec_eval
 
     # x R, rounded before it is used: the max keeps XLA:CPU from fusing the product into an
     # FMA with what follows (trec_eval rounds the product, then adds or rounds again)
@@ -1000,13 +1000,8 @@ def _interpolated(ctx, m):
     else:
         counts = jnp.floor(v)
         counts = counts + (v - counts >= 0.5)  # lround, for v >= 0
-    # best_after at the relevant documents, in their order (a scatter to index cr - 1),
-    # then at the c-th of them
-    rows = jnp.arange(cr.shape[0])[:, None]
-    slot = jnp.where(ctx.rel_s(level) > 0, cr - 1, ctx.n).astype(jnp.int32)
-    at_rel = jnp.zeros_like(best_after).at[rows, slot].set(best_after, mode="drop")
-    pick = jnp.clip(counts - 1, 0, ctx.n - 1).astype(jnp.int32)
-    at_count = jnp.take_along_axis(at_rel, pick, axis=-1)
+    at_count = jnp.max(jnp.where(cr[..., None, :] >= counts[..., None], prec[..., None, :], 0.0), axis=-1)
+    final = jnp.where(ctx.num_ret() > 0, jnp.max(prec, axis=-1), jnp.nan)  # 0/0 in trec_eval
     if list(m.cuts) == sorted(m.cuts):
         # increasing cutoffs (always for iprec_at_recall): trec_eval's walk reduces to this
         return jnp.where(counts > rel_ret[..., None], 0.0, jnp.where(counts >= 1, at_count, final[..., None]))

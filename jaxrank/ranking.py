@@ -303,10 +303,14 @@ def row_sum(x: jax.Array, keepdims: bool = False) -> jax.Array:
 
     XLA's CPU row reductions are several times slower than a matvec
     (benchmarks/bench_core.py); integer and boolean inputs are summed exactly
-    as floats (up to 2**24 items in float32).
+    as floats (up to 2**24 items in float32). Float64 rows are reduced: XLA:CPU
+    emits a float64 matvec as a loop kernel of its own (no BLAS), which runs no
+    faster than the reduction fused into its producer and costs compile time.
     """
     x = jnp.asarray(x)
     ftype = x.dtype if jnp.issubdtype(x.dtype, jnp.floating) else _float_dtype()
+    if ftype == jnp.float64:
+        return jnp.sum(x.astype(ftype), axis=-1, keepdims=keepdims)
     ones = jnp.ones((x.shape[-1],), ftype)
     out = jnp.matmul(x.astype(ftype), ones, precision=lax.Precision.HIGHEST)
     return out[..., None] if keepdims else out
