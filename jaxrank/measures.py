@@ -1019,15 +1019,21 @@ def _interpolated(ctx, m):
     return values
 
 
+def _interpolated_once(ctx, m):
+    """:func:`_interpolated`, shared by ``iprec_at_recall`` and ``11pt_avg`` (same cutoffs
+    by default): traced once."""
+    return ctx.memo(("interpolated", ctx.level(m), tuple(m.cuts)), lambda: _interpolated(ctx, m))
+
+
 @_family("iprec_at_recall")
 def _iprec(ctx, m):
-    values = _interpolated(ctx, m)
+    values = _interpolated_once(ctx, m)
     return values if not isinstance(values, list) else jnp.stack(values, -1)
 
 
 @_family("11pt_avg")
 def _eleven_pt(ctx, m):
-    values = _interpolated(ctx, m)
+    values = _interpolated_once(ctx, m)
     if not isinstance(values, list):
         values = [values[..., i] for i in range(len(m.cuts))]
     total = jnp.zeros_like(values[0])
