@@ -19,6 +19,7 @@ Two commands:
 
         python benchmarks/bench_ltr.py tune --losses approx \\
             --grid lr=3e-4,1e-3 weight_decay=1e-4,1e-2 temperature=0.1,1
+        python benchmarks/bench_ltr.py tune --losses neuralsort --grid anneal=3 score_norm=on,off
 
     Settings are printed best first (mean validation nDCG@10 over folds and
     seeds, at the end of training and at the best checkpoint).
@@ -41,8 +42,8 @@ import train_ltr  # noqa: E402
 
 
 def _value(text: str):
-    if text in ("True", "False"):
-        return text == "True"
+    if text in ("True", "False", "on", "off"):  # score_norm=on, layernorm=off, ...
+        return text in ("True", "on")
     if "," in text and not text.startswith("("):
         return tuple(int(v) for v in text.split(","))
     for cast in (int, float):

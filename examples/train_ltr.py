@@ -187,30 +187,56 @@ def query_normalize(x, where, eps: float = 1e-3):
     return jnp.where(where[..., None], (x - mean) / (jnp.sqrt(var) + eps), 0.0)
 
 
-def mlp(params, x, *, dropout: float = 0.0, key=None):
-    """Scores ``[..., n]`` for features ``[..., n, d]``; dropout on hidden units when ``key``."""
+def _dropout(x, rate: float, key):
+    keep = jax.random.bernoulli(key, 1.0 - rate, x.shape)
+    return jnp.where(keep, x / (1.0 - rate), 0.0)
+
+
+def mlp(params, x, *, dropout: float = 0.0, input_dropout: float = 0.0, layernorm: bool = False, key=None):
+    """Scores ``[..., n]`` for features ``[..., n, d]``; dropout on the hidden units (and on
+    the inputs, ``input_dropout``) when ``key``. ``layernorm``: each hidden layer's
+    pre-activations are standardised over its units (no learned scale or shift: the next
+    layer's weights can absorb them, and the parameters keep their ``[(w, b), ...]`` form)."""
+    if input_dropout > 0 and key is not None:
+        key, sub = jax.random.split(key)
+        x = _dropout(x, input_dropout, sub)
     for i, (w, b) in enumerate(params):
         x = x @ w + b
         if i < len(params) - 1:
+            if layernorm:
+                x = (x - x.mean(-1, keepdims=True)) / jnp.sqrt(x.var(-1, keepdims=True) + 1e-5)
             x = jax.nn.relu(x)
             if dropout > 0 and key is not None:
                 key, sub = jax.random.split(key)
-                keep = jax.random.bernoulli(sub, 1.0 - dropout, x.shape)
-                x = jnp.where(keep, x / (1.0 - dropout), 0.0)
+                x = _dropout(x, dropout, sub)
     return x[..., 0]
 
 
-def score(params, x, where, *, query_norm: bool = False, dropout: float = 0.0, key=None):
+def score(params, x, where, *, query_norm: bool = False, dropout: float = 0.0, input_dropout: float = 0.0,
+          layernorm: bool = False, key=None):
     """The scorer: :func:`mlp` of the features, plus :func:`query_normalize`\ d ones if asked."""
     if query_norm:
         x = jnp.concatenate([x, query_normalize(x, where)], -1)
-    return mlp(params, x, dropout=dropout, key=key)
+    return mlp(params, x, dropout=dropout, input_dropout=input_dropout, layernorm=layernorm, key=key)
 
 
 # --------------------------------------------------------------------------- losses
+def standardize_scores(scores, where, eps: float = 1e-6):
+    """Each list's scores minus their mean over its valid items, divided by
+    ``sqrt(variance + eps)``; padding stays 0. The soft ranker's temperature then acts on a
+    fixed scale instead of on whatever spread the model's scores have reached. (``eps``
+    inside the root: ``sqrt``'s gradient at a zero variance, a one-document list, is infinite.)"""
+    w = where.astype(scores.dtype)
+    count = jnp.maximum(w.sum(-1, keepdims=True), 1.0)
+    mean = (scores * w).sum(-1, keepdims=True) / count
+    var = (jnp.square(scores - mean) * w).sum(-1, keepdims=True) / count
+    return jnp.where(where, (scores - mean) * jax.lax.rsqrt(var + eps), 0.0)
+
+
 def make_loss(name: str, temperature: Optional[float] = None, gain: str = "linear", *,
-              cutoff: Optional[int] = None, sinkhorn: int = 0, regularization: str = "l2") -> Callable:
-    """``loss(scores, labels, where) -> [Q]`` from :mod:`jaxrank.losses`.
+              cutoff: Optional[int] = None, sinkhorn: int = 0, regularization: str = "l2",
+              score_norm: bool = False) -> Callable:
+    """``loss(scores, labels, where, scale=1.0) -> [Q]`` from :mod:`jaxrank.losses`.
 
     ``approx`` / ``softrank`` / ``neuralsort``: ``1 - nDCG`` computed by
     :func:`jaxrank.losses.metric_loss` with that smooth ranker, whose first
@@ -220,7 +246,14 @@ def make_loss(name: str, temperature: Optional[float] = None, gain: str = "linea
     which weighs the top grades more), its cutoff ``k=cutoff`` (``None``: the
     whole list). ``sinkhorn`` iterations go to
     ``neuralsort``, ``regularization`` (``"l2"`` or ``"kl"``) to ``softrank``.
-    The others are the baselines of :mod:`jaxrank.losses` with their defaults.
+    ``score_norm``: the scores are first standardised per list (:func:`standardize_scores`).
+    The soft ranker sees ``scale * scores``: all three rankers depend on the scores only
+    through ``scores / temperature`` (approx's pairwise sigmoids, neuralsort's logits,
+    softrank's projection of ``scores / strength``), so ``scale`` divides the temperature
+    by it, and can be a traced array (temperature annealing without recompiling; only
+    the soft cutoff of ``cutoff=k`` keeps the base temperature).
+    The others are the baselines of :mod:`jaxrank.losses` with their defaults; they ignore
+    ``scale`` (they have no temperature).
     """
     from jaxrank import losses
 
@@ -232,14 +265,16 @@ def make_loss(name: str, temperature: Optional[float] = None, gain: str = "linea
         args = () if temperature is None else (temperature,)
         ranker = factory(*args, **options.get(name, {}))
 
-        def loss(scores, labels, where):
-            return losses.metric_loss(scores, labels, where=where, metric=jaxrank.ndcg, ranker=ranker,
+        def loss(scores, labels, where, scale=1.0):
+            if score_norm:
+                scores = standardize_scores(scores, where)
+            return losses.metric_loss(scale * scores, labels, where=where, metric=jaxrank.ndcg, ranker=ranker,
                                       gain=gain, k=cutoff)
 
         return loss
     if name in BASELINE_LOSSES:
         fn = getattr(losses, name)
-        return lambda scores, labels, where: fn(scores, labels, where=where)
+        return lambda scores, labels, where, scale=1.0: fn(scores, labels, where=where)
     raise ValueError(f"unknown loss {name!r}; choose from {', '.join(ALL_LOSSES)}")
 
 
@@ -260,6 +295,11 @@ class Config:
     sinkhorn: int = 0  # neuralsort: Sinkhorn normalisations of its relaxed permutation
     regularization: str = "l2"  # softrank: "l2" (Euclidean) or "kl" (entropic) projection
     ema: float = 0.0  # decay of the moving average of the weights that is evaluated; 0: the last weights
+    anneal: float = 1.0  # soft losses: temperature goes geometrically from anneal * T (step 0) to T (last step)
+    score_norm: bool = False  # soft losses: standardise each list's scores before the soft ranker
+    warmup: float = 0.0  # fraction of the steps with a linear learning-rate warm-up from 0
+    input_dropout: float = 0.0  # dropout on the MLP's input features
+    layernorm: bool = False  # standardise each hidden layer's pre-activations over its units
     query_norm: bool = True  # also feed each feature standardised within its query
     transform: str = "quantile"  # feature preprocessing: "quantile" or "standard"
     eval_every: int = 25
@@ -286,7 +326,7 @@ def config_for(loss: str, base: Config = DEFAULTS, **overrides) -> Config:
     return base.replace(**LOSS_DEFAULTS.get(loss, {})).replace(**overrides)
 
 
-def evaluate(params, split: Split, query_norm: bool = False) -> np.ndarray:
+def evaluate(params, split: Split, query_norm: bool = False, layernorm: bool = False) -> np.ndarray:
     """Mean exact nDCG@(1, 5, 10) over the queries of ``split`` (trec_eval conventions).
 
     ``params`` of one model gives ``[3]``; params stacked over seeds (as returned
@@ -294,17 +334,17 @@ def evaluate(params, split: Split, query_norm: bool = False) -> np.ndarray:
     """
     stacked = params[0][0].ndim == 3
     fn = _evaluate_seeds if stacked else _evaluate
-    return np.asarray(fn(params, split.x, split.y, split.where, query_norm))
+    return np.asarray(fn(params, split.x, split.y, split.where, query_norm, layernorm))
 
 
-def _evaluate_one(params, x, y, where, query_norm):
-    scores = score(params, x, where, query_norm=query_norm)
+def _evaluate_one(params, x, y, where, query_norm, layernorm):
+    scores = score(params, x, where, query_norm=query_norm, layernorm=layernorm)
     per_query = jaxrank.ndcg(scores, y, k=CUTOFFS, where=where, ranker=jaxrank.hard("expected"))
     return jaxrank.aggregate(per_query)
 
 
-_evaluate = jax.jit(_evaluate_one, static_argnums=4)
-_evaluate_seeds = jax.jit(jax.vmap(_evaluate_one, (0, None, None, None, None)), static_argnums=4)
+_evaluate = jax.jit(_evaluate_one, static_argnums=(4, 5))
+_evaluate_seeds = jax.jit(jax.vmap(_evaluate_one, (0, None, None, None, None, None)), static_argnums=(4, 5))
 
 
 def train(
@@ -325,7 +365,10 @@ def train(
 
     Each step draws ``cfg.batch`` training queries at random (without
     replacement), applies dropout to the hidden units, and takes an AdamW step
-    with a cosine-decayed learning rate. With ``cfg.ema > 0`` the returned and
+    with a cosine-decayed learning rate (after a linear warm-up over the first
+    ``cfg.warmup`` of the steps, if any). With ``cfg.anneal != 1`` the soft ranker's
+    temperature goes geometrically from ``cfg.anneal`` times its value at step 0 to its
+    value at the last step (``loss_fn``'s ``scale``). With ``cfg.ema > 0`` the returned and
     evaluated weights are an exponential moving average of the weights after
     each step (:func:`optax.ema`, debiased), not the last ones.
     """
@@ -337,7 +380,11 @@ def train(
     q = train_split.num_queries
     batch = q if cfg.batch <= 0 or cfg.batch >= q else cfg.batch
     sizes = (x.shape[-1] * (2 if cfg.query_norm else 1), *cfg.hidden, 1)
-    schedule = optax.cosine_decay_schedule(cfg.lr, max(cfg.steps, 1), alpha=0.05)
+    if cfg.warmup > 0:
+        schedule = optax.warmup_cosine_decay_schedule(0.0, cfg.lr, max(int(round(cfg.warmup * cfg.steps)), 1),
+                                                      max(cfg.steps, 1), end_value=0.05 * cfg.lr)
+    else:
+        schedule = optax.cosine_decay_schedule(cfg.lr, max(cfg.steps, 1), alpha=0.05)
     optimizer = optax.adamw(schedule, weight_decay=cfg.weight_decay)
     averager = weight_average(cfg.ema)
 
@@ -345,36 +392,44 @@ def train(
         params = init_mlp(jax.random.fold_in(jax.random.PRNGKey(seed), 0), sizes)
         return params, (optimizer.init(params), averager.init(params))
 
-    def objective(params, key, x, y, where):
+    def objective(params, key, scale, x, y, where):
         pick_key, drop_key = jax.random.split(key)
         if batch < q:
             idx = jax.random.choice(pick_key, q, (batch,), replace=False)
             x, y, where = x[idx], y[idx], where[idx]
-        scores = score(params, x, where, query_norm=cfg.query_norm, dropout=cfg.dropout, key=drop_key)
-        return jnp.mean(loss_fn(scores, y, where))
+        scores = score(params, x, where, query_norm=cfg.query_norm, dropout=cfg.dropout,
+                       input_dropout=cfg.input_dropout, layernorm=cfg.layernorm, key=drop_key)
+        return jnp.mean(loss_fn(scores, y, where, scale))
 
-    def chunk(params, state, keys, x, y, where):
+    def temperature_scale(step):
+        """1 / (the temperature's factor at ``step``): anneal**-1 at step 0, 1 at the last step."""
+        progress = step / max(cfg.steps - 1, 1)
+        return jnp.asarray(cfg.anneal, jnp.float32) ** (progress - 1.0)
+
+    def chunk(params, state, keys, step_ids, x, y, where):
         """``len(keys)`` training steps; returns ``(params, state, averaged params, losses)``."""
 
-        def step(carry, key):
+        def step(carry, inputs):
             params, (opt_state, avg_state) = carry
-            value, grads = jax.value_and_grad(objective)(params, key, x, y, where)
+            key, step_id = inputs
+            scale = temperature_scale(step_id) if cfg.anneal != 1 else 1.0
+            value, grads = jax.value_and_grad(objective)(params, key, scale, x, y, where)
             updates, opt_state = optimizer.update(grads, opt_state, params)
             params = optax.apply_updates(params, updates)
             _, avg_state = averager.update(params, avg_state)
             return (params, (opt_state, avg_state)), value
 
-        (params, state), values = jax.lax.scan(step, (params, state), keys)
+        (params, state), values = jax.lax.scan(step, (params, state), (keys, step_ids))
         return params, state, averager.result(params, state[1]), values
 
-    run_chunk = jax.jit(jax.vmap(chunk, (0, 0, 0, None, None, None)))
+    run_chunk = jax.jit(jax.vmap(chunk, (0, 0, 0, None, None, None, None)))
     seeds = list(seeds)
     params, state = jax.vmap(init)(jnp.asarray(seeds))
     evaluated = params  # the weights that are scored: the average when cfg.ema > 0
     keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.PRNGKey(s), 1))(jnp.asarray(seeds))
 
     def ndcg10():
-        return evaluate(evaluated, eval_split, cfg.query_norm)[:, -1]
+        return evaluate(evaluated, eval_split, cfg.query_norm, cfg.layernorm)[:, -1]
 
     history = {"step": [0], "ndcg@10": [ndcg10()]}
     done = 0
@@ -382,7 +437,8 @@ def train(
         n = min(cfg.eval_every, cfg.steps - done)
         split = jax.vmap(lambda k: jax.random.split(k, n + 1))(keys)
         keys, step_keys = split[:, 0], split[:, 1:]
-        params, state, evaluated, values = run_chunk(params, state, step_keys, x, y, where)
+        step_ids = jnp.arange(done, done + n, dtype=jnp.float32)
+        params, state, evaluated, values = run_chunk(params, state, step_keys, step_ids, x, y, where)
         values = np.asarray(values)
         if not np.isfinite(values).all():
             raise FloatingPointError(f"the training loss became non-finite before step {done + n}")
@@ -513,7 +569,7 @@ def run(
     for name in losses:
         cfg = config_for(name, base, **overrides)
         loss_fn = make_loss(name, cfg.temperature, cfg.gain, cutoff=cfg.cutoff, sinkhorn=cfg.sinkhorn,
-                            regularization=cfg.regularization)
+                            regularization=cfg.regularization, score_norm=cfg.score_norm)
         data = data_for(cfg.transform)
         eval_split = data.valid if valid_fraction > 0 else data.test
         bar = None if tqdm is None else tqdm(total=cfg.steps, desc=f"{name} x{len(seeds)} seeds",
@@ -522,7 +578,7 @@ def run(
         params, history = train(loss_fn, data, cfg, seeds, eval_split=eval_split, progress=bar)
         if bar is not None:
             bar.close()
-        runs = evaluate(params, eval_split, cfg.query_norm).tolist()
+        runs = evaluate(params, eval_split, cfg.query_norm, cfg.layernorm).tolist()
         results["losses"][name] = {
             "config": dataclasses.asdict(cfg),
             "per_seed": runs,
@@ -613,6 +669,13 @@ def main(argv=None) -> dict:
     p.add_argument("--regularization", choices=("l2", "kl"), help="softrank: projection")
     p.add_argument("--ema", type=float,
                    help="evaluate a moving average of the weights with this decay (e.g. 0.99; 0: off)")
+    p.add_argument("--anneal", type=float,
+                   help="soft losses: start at this multiple of the temperature, decay geometrically to it")
+    p.add_argument("--score-norm", choices=("on", "off"),
+                   help="soft losses: standardise each list's scores before the soft ranker")
+    p.add_argument("--warmup", type=float, help="fraction of the steps with a linear learning-rate warm-up")
+    p.add_argument("--input-dropout", type=float, help="dropout rate on the MLP's input features")
+    p.add_argument("--layernorm", choices=("on", "off"), help="LayerNorm (no affine) before each hidden ReLU")
     p.add_argument("--hidden", help="hidden sizes, e.g. 256,128")
     p.add_argument("--transform", choices=("quantile", "standard"), help="feature preprocessing")
     p.add_argument("--query-norm", choices=("on", "off"),
@@ -632,6 +695,9 @@ def main(argv=None) -> dict:
                      temperature=args.temperature, gain=args.gain, ema=args.ema, transform=args.transform,
                      cutoff=args.cutoff, sinkhorn=args.sinkhorn, regularization=args.regularization,
                      query_norm=None if args.query_norm is None else args.query_norm == "on",
+                     anneal=args.anneal, warmup=args.warmup, input_dropout=args.input_dropout,
+                     score_norm=None if args.score_norm is None else args.score_norm == "on",
+                     layernorm=None if args.layernorm is None else args.layernorm == "on",
                      hidden=tuple(int(h) for h in args.hidden.split(",")) if args.hidden else None)
     seeds = tuple(range(args.seeds if args.seeds is not None else (1 if args.quick else 5)))
     if args.quick:
