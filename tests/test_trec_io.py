@@ -221,6 +221,39 @@ def test_messy_random_files_read_like_a_plain_reader(tmp_path, monkeypatch, seed
     assert got == expected
 
 
+@pytest.mark.parametrize("kept_bits", [0, 2, 7])
+def test_hash_collisions_change_nothing_that_is_read_or_matched(tmp_path, monkeypatch, kept_bits):
+    # Hashes only propose groups and matches. With all but the top kept_bits of every hash
+    # dropped, qids and docnos collide all the time: every step must confirm on the bytes.
+    rng = np.random.default_rng(kept_bits)
+    qrels_lines, run_lines = [QRELS], [RUN]
+    for q in range(5, 25):
+        docs = [f"d{rng.integers(0, 10**rng.integers(1, 12))}-{i}" for i in range(int(rng.integers(1, 40)))]
+        run_lines += [f"{q} Q0 {d} 0 {rng.choice([1.0, 0.5, 0.25])} t\n" for d in docs]
+        qrels_lines += [f"{q} 0 {d} {rng.integers(-1, 3)}\n" for d in docs if rng.random() < 0.5]
+        qrels_lines += [f"{q} 0 extra{j} 1\n" for j in range(int(rng.integers(0, 5)))]
+    q_path = write(tmp_path, "q", "".join(qrels_lines))
+    r_path = write(tmp_path, "r", "".join(run_lines))
+    expected = (read_qrels(q_path), read_run(r_path))
+    expected_batch = to_batch(*expected, complete=True)
+    real = trec._hash
+    mask = np.uint64(((1 << kept_bits) - 1) << (64 - kept_bits)) if kept_bits else np.uint64(0)
+    monkeypatch.setattr(trec, "_hash", lambda strings: real(strings) & mask)
+    got = (read_qrels(q_path), read_run(r_path))
+    assert got[0].to_dict() == expected[0].to_dict()  # its order within a query follows the hash
+    assert_same(got[1], expected[1])
+    batch = to_batch(*got, complete=True)
+    for f in dataclasses.fields(batch):
+        x, y = getattr(batch, f.name), getattr(expected_batch, f.name)
+        if f.name.startswith("judgments"):  # in the qrels' order
+            x, y = np.sort(x, axis=1), np.sort(y, axis=1)
+        assert np.array_equal(x, y), f.name
+    with pytest.raises(TrecFormatError, match="twice"):
+        read_run(write(tmp_path, "d", "".join(run_lines) + "1 Q0 c 9 0.7 t\n"))
+    with pytest.raises(TrecFormatError, match="twice"):
+        read_qrels(write(tmp_path, "dq", "".join(qrels_lines) + "2 0 d 0\n"))
+
+
 # ----------------------------------------------------------------------------- ordering
 
 
