@@ -812,10 +812,24 @@ def _judged(ctx, m):
     return out if m.cuts else _col(out)
 
 
+def _ndcg_rels(ctx):
+    """trec_eval's ``ndcg`` and ``ndcg_cut`` (gains are the rels), ``{k: [Q]}``: one
+    :func:`metrics.ndcg` call for every cutoff of the plan and the whole list (``k = n``),
+    so that the judgments are put in their ideal order once."""
+
+    def build():
+        cuts = {k for m in ctx.plan.measures if m.family == "ndcg_cut" and not m.pairs for k in m.cuts}
+        ks = sorted(cuts | {ctx.n})
+        values = ctx.metric(metrics.ndcg, judged=True, k=ks)
+        return {k: values[..., i] for i, k in enumerate(ks)}
+
+    return ctx.memo("ndcg_rels", build)
+
+
 @_family("ndcg_cut")
 def _ndcg_cut(ctx, m):
-    if not m.pairs:  # trec_eval's ndcg_cut: gains are the rels
-        return ctx.metric(metrics.ndcg, judged=True, k=list(m.cuts))
+    if not m.pairs:
+        return jnp.stack([_ndcg_rels(ctx)[k] for k in m.cuts], -1)
     return _ndcg_gains(ctx, m.pairs, list(m.cuts))
 
 
@@ -831,7 +845,7 @@ def _ndcg_gains(ctx, pairs, k):
 @_family("ndcg")
 def _ndcg(ctx, m):
     if not m.pairs:
-        return _col(ctx.metric(metrics.ndcg, judged=True))
+        return _col(_ndcg_rels(ctx)[ctx.n])
     return _col(_ndcg_gains(ctx, m.pairs, None))
 
 
