@@ -11,6 +11,9 @@ Times, from process start to printed output, each tool in its own fresh subproce
   3. ranx: ``Qrels.from_file`` / ``Run.from_file`` (kind="trec"), ``evaluate`` with the
      measures of ``all_trec`` that ranx has (see ``RANX_METRICS``), the means printed;
   4. the ``trec_eval`` binary, when one is on PATH;
+  5. with ``--baseline DIR``, the jaxrank sources of another checkout (``python -m
+     jaxrank.cli`` with ``PYTHONPATH=DIR``), cold and warm: an A/B of two versions, in the
+     same round-robin;
 
 plus floors: ``python -c pass`` and ``python -c "import jaxrank"`` (the import floor).
 
@@ -217,6 +220,14 @@ def _tools(args, qrels: Path, run: Path, scripts: Path, jaxrank_bin: str) -> lis
         tools.append((f"jaxrank eval {label_m}, cold (no compilation cache)", ["env", "JAXRANK_CACHE_DIR="] + jr))
         tools.append((f"jaxrank eval {label_m}, warm (compilation cache of an earlier run)",
                       ["env", f"JAXRANK_CACHE_DIR={scripts.parent / 'xla-cache'}"] + jr))
+    if args.baseline:
+        # another jaxrank checkout (e.g. `git worktree add /tmp/base <commit>`), run the way the
+        # console script runs (`jaxrank.cli.main()`), with its sources first on the path
+        base = str(Path(args.baseline).resolve())
+        bj = ["env", f"PYTHONPATH={base}", py, "-m", "jaxrank.cli"] + jr[1:]
+        tools.append((f"baseline {base}: jaxrank eval {label_m}, cold", ["env", "JAXRANK_CACHE_DIR="] + bj))
+        tools.append((f"baseline {base}: jaxrank eval {label_m}, warm",
+                      ["env", f"JAXRANK_CACHE_DIR={scripts.parent / 'xla-cache-baseline'}"] + bj))
     if "pytrec_eval" in args.tools:
         tools.append(("pytrec_eval path (supported_measures)", [py, str(scripts / "pytrec_path.py"), str(qrels), str(run)]))
     if "ranx" in args.tools:
@@ -277,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-breakdown", dest="breakdown", action="store_false", help="skip the jaxrank phase breakdown")
     ap.add_argument("--no-warmup", dest="warmup", action="store_false", help="skip the untimed warm-up on tiny data")
     ap.add_argument("--jaxrank", help="path of the jaxrank console script (default: next to this python)")
+    ap.add_argument("--baseline", metavar="DIR",
+                    help="also time the jaxrank sources in DIR (another checkout), cold and warm")
     ap.add_argument("--json", help="also write the raw results here")
     args = ap.parse_args(argv)
     args.measures = args.measures or ["all_trec"]
@@ -323,7 +336,7 @@ def _bench(args, data: Path) -> int:
             print(f"# warm-up (tiny data): {name}", file=sys.stderr)
             _run_wrapped(cmd, outs / "warmup.txt")
         for name, cmd in tools:
-            if name.startswith("jaxrank") and "warm" in name:
+            if "jaxrank eval" in name and name.endswith(("warm", "earlier run)")):
                 print(f"# filling the compilation cache: {name}", file=sys.stderr)
                 _run_wrapped(cmd, outs / "warmup.txt")
         # Read the big files once so that every timed run finds them in the page cache.
@@ -396,7 +409,7 @@ def _bench(args, data: Path) -> int:
     if not shutil.which("trec_eval"):
         lines.append("| trec_eval (C), not on PATH: figure given to us, not measured here | ~4.5 | | | ~400 | | | | |")
     lines.append("")
-    for jr in (n for n in results if n.startswith("jaxrank")) if ref else ():
+    for jr in (n for n in results if "jaxrank eval" in n) if ref else ():
         speed = med(ref, "wall") / med(jr, "wall")
         mem = rss_mb(ref) / rss_mb(jr)
         lines.append(f"{jr} vs the pytrec_eval path: speed-up {speed:.2f}x (pytrec_eval wall / jaxrank "
