@@ -11,9 +11,9 @@ Times, from process start to printed output, each tool in its own fresh subproce
   3. ranx: ``Qrels.from_file`` / ``Run.from_file`` (kind="trec"), ``evaluate`` with the
      measures of ``all_trec`` that ranx has (see ``RANX_METRICS``), the means printed;
   4. the ``trec_eval`` binary, when one is on PATH;
-  5. with ``--baseline DIR``, the jaxrank sources of another checkout (``python -m
-     jaxrank.cli`` with ``PYTHONPATH=DIR``), cold and warm: an A/B of two versions, in the
-     same round-robin;
+  5. with ``--baseline DIR``, the jaxrank sources of another checkout (``jaxrank.cli.main()``
+     with DIR first on ``sys.path``), cold and warm: an A/B of two versions, in the same
+     round-robin;
 
 plus floors: ``python -c pass`` and ``python -c "import jaxrank"`` (the import floor).
 
@@ -222,9 +222,12 @@ def _tools(args, qrels: Path, run: Path, scripts: Path, jaxrank_bin: str) -> lis
                       ["env", f"JAXRANK_CACHE_DIR={scripts.parent / 'xla-cache'}"] + jr))
     if args.baseline:
         # another jaxrank checkout (e.g. `git worktree add /tmp/base <commit>`), run the way the
-        # console script runs (`jaxrank.cli.main()`), with its sources first on the path
+        # console script runs (`jaxrank.cli.main()`), with its sources first on the path (not
+        # PYTHONPATH: `python -m` puts the working directory, maybe this checkout, before it)
         base = str(Path(args.baseline).resolve())
-        bj = ["env", f"PYTHONPATH={base}", py, "-m", "jaxrank.cli"] + jr[1:]
+        code = (f"import sys; sys.path.insert(0, {base!r}); import jaxrank, jaxrank.cli; "
+                f"assert jaxrank.__file__.startswith({base!r}), jaxrank.__file__; sys.exit(jaxrank.cli.main())")
+        bj = [py, "-c", code] + jr[1:]
         tools.append((f"baseline {base}: jaxrank eval {label_m}, cold", ["env", "JAXRANK_CACHE_DIR="] + bj))
         tools.append((f"baseline {base}: jaxrank eval {label_m}, warm",
                       ["env", f"JAXRANK_CACHE_DIR={scripts.parent / 'xla-cache-baseline'}"] + bj))
