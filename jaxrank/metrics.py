@@ -428,10 +428,7 @@ def r_precision(
         [jnp.floor(jnp.maximum(x * big_r, -1.0) + 0.9) if x != 1.0 else big_r for x in mults], axis=-1
     )
 
-    def f(pos):
-        return ranks.cutoff(pos[..., None], cut[..., None, :])
-
-    hits = ranks.linear(_relevant(labels, valid, rel), f)
+    hits = ranks.prefix_sum(_relevant(labels, valid, rel), cut)
     values = _safe_divide(hits, cut)
     return values if many else values[..., 0]
 

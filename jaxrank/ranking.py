@@ -25,6 +25,14 @@ function of the position :math:`f`:
 The expectation is over the orderings of tied items for ``ties="expected"``
 and is trivial otherwise. ``f`` maps positions of shape ``[..., P]`` to weights
 ``[..., P, C]`` (``C`` cutoffs), and every operation returns ``[..., C]``.
+
+One derived operation, :meth:`Ranks.prefix_sum`, is ``linear`` with the cutoff
+indicator at cutoffs ``k[..., C]`` that differ between lists,
+
+.. math:: \\text{prefix\\_sum}(g, k) = \\sum_i g_i\\, \\mathbb{E}\\big[[r_i \\le k]\\big],
+
+which exact ranks compute as a running sum read at ``k`` (no ``[..., n, C]``
+weights).
 """
 
 from __future__ import annotations
@@ -83,6 +91,11 @@ class Ranks(abc.ABC):
     @abc.abstractmethod
     def cascade(self, p: jax.Array, f: PositionFn) -> jax.Array:
         """See the module docstring."""
+
+    def prefix_sum(self, g: jax.Array, k: jax.Array) -> jax.Array:
+        """``linear`` with the cutoff indicator at per-list cutoffs ``k[..., C]``:
+        ``sum_i g_i E[[r_i <= k]]``, shape ``[..., C]``."""
+        return self.linear(g, lambda pos: self.cutoff(pos[..., None], k[..., None, :]))
 
 
 def _float_dtype() -> jnp.dtype:
@@ -431,15 +444,25 @@ class HardRanks(Ranks):
         return size, before, within, sums
 
     # The four operations ---------------------------------------------------------
-    def linear(self, g: jax.Array, f: PositionFn) -> jax.Array:
-        weights = f(self._positions())
+    def _linear_terms(self, g: jax.Array) -> jax.Array:
+        """``g`` at each position, in expectation over tie orders for ``"expected"``."""
         if self.ties == "expected":
             groups = self._groups()
             size = (groups[1] - groups[0]).astype(g.dtype)
-            h = self._group_sum(g, groups) / size * self.valid_positions(g.dtype)
-        else:
-            (h,) = self._prepare(g)
-        return _reduce(h, weights)
+            return self._group_sum(g, groups) / size * self.valid_positions(g.dtype)
+        (h,) = self._prepare(g)
+        return h
+
+    def linear(self, g: jax.Array, f: PositionFn) -> jax.Array:
+        return _reduce(self._linear_terms(g), f(self._positions()))
+
+    def prefix_sum(self, g: jax.Array, k: jax.Array) -> jax.Array:
+        # The running sum read at position floor(k): a per-list cutoff would otherwise
+        # need [..., n, C] weights, which XLA:CPU handles slowly inside a large program.
+        running = cumsum(self._linear_terms(g))
+        count = jnp.clip(jnp.floor(k), 0, self.depth).astype(jnp.int32)
+        at = _take(running, jnp.maximum(count - 1, 0))
+        return jnp.where(count > 0, at, jnp.zeros((), at.dtype))
 
     def count_before(self, g: jax.Array, f: PositionFn, w: jax.Array) -> jax.Array:
         weights = f(self._positions())

@@ -242,3 +242,34 @@ def test_cumsum_and_row_sum_equal_numpys_for_any_list_length(n):
     x = np.random.default_rng(n).standard_normal((3, n))
     np.testing.assert_allclose(np.asarray(cumsum(jnp.asarray(x))), np.cumsum(x, axis=-1), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(np.asarray(row_sum(jnp.asarray(x))), x.sum(-1), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("ties", ["stable", "pessimistic", "optimistic", "expected"])
+@pytest.mark.parametrize("depth", [None, 4])
+def test_prefix_sum_is_linear_with_the_cutoff_indicator(ties, depth):
+    scores, labels, where = _tied_batch(5)
+    g = np.where(where, labels * 0.37 + 0.1, 0.0)  # non-integer weights, zero when masked
+    rng = np.random.default_rng(6)
+    k = np.stack([rng.integers(-1, 12, len(scores)), rng.uniform(0, 9, len(scores)),
+                  np.zeros(len(scores)), np.full(len(scores), 50.0)], -1)  # per-list, fractional, 0, past n
+    ranks = jaxrank.hard(ties)(jnp.asarray(scores), jnp.asarray(where), depth=depth)
+    got = ranks.prefix_sum(jnp.asarray(g), jnp.asarray(k))
+    by_linear = ranks.linear(jnp.asarray(g), lambda pos: ranks.cutoff(pos[..., None], jnp.asarray(k)[..., None, :]))
+    np.testing.assert_allclose(got, by_linear, rtol=1e-6, atol=1e-6)
+    assert got.shape == k.shape
+
+
+def test_prefix_sum_under_jit_and_vmap_with_padding():
+    scores, labels, where = _tied_batch(7)
+    g = np.where(where, labels, 0).astype(float)
+    k = np.random.default_rng(8).integers(0, 9, (len(scores), 3)).astype(float)
+
+    def one(s, w, gg, kk):
+        return jaxrank.hard()(s, w).prefix_sum(gg, kk)
+
+    plain = jax.jit(one)(scores, where, g, k)
+    mapped = jax.vmap(one)(scores, where, g, k)
+    pad = lambda a, v: np.concatenate([a, np.full(a.shape[:-1] + (5,), v, a.dtype)], -1)
+    padded = jax.jit(one)(pad(scores, 9.0), pad(where, False), pad(g, 0.0), k)
+    np.testing.assert_allclose(mapped, plain)
+    np.testing.assert_allclose(padded, plain)
