@@ -151,7 +151,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     command = argv is None  # the command itself, not a caller in a Python process
     if command:
         # The run makes few reference cycles (arrays are freed by reference counting), and
-        # the collector's passes over JAX's many objects cost ~0.1 s of a large evaluation.
+        # the collector's passes over JAX's many objects are pure overhead here.
         gc.disable()
         _fast_compile_flags()
         _compilation_cache()
@@ -174,8 +174,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def _finish(status: int, command: bool) -> int:
     """Flush the output; the command then ends at once, skipping the interpreter's teardown
-    of JAX and XLA objects (~0.2 s, nothing to save), after any background compilation has
-    finished (it may still be writing the compilation cache)."""
+    of JAX and XLA objects (nothing to save), after any background compilation has finished
+    (it may still be writing the compilation cache)."""
     try:
         sys.stdout.flush()
     except OSError:  # e.g. a closed pipe
