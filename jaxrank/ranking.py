@@ -50,6 +50,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from jaxrank._npsort import argsort_high_bits
+
 Ties = Literal["stable", "pessimistic", "optimistic", "expected"]
 TIE_POLICIES: tuple[str, ...] = ("stable", "pessimistic", "optimistic", "expected")
 PositionFn = Callable[[jax.Array], jax.Array]
@@ -158,10 +160,7 @@ def _host_order_rows(key: np.ndarray) -> np.ndarray:
     if n <= 1:
         return np.zeros(key.shape, np.int32)
     inv = np.invert(key).reshape(-1, n)
-    low = np.int64((1 << max(1, (n - 1).bit_length())) - 1)
-    comp = (inv & ~low) | np.arange(n, dtype=np.int64)
-    comp.sort(axis=-1)
-    order = comp & low
+    order = argsort_high_bits(inv)
     sorted_keys = np.take_along_axis(inv, order, axis=-1)
     bad = np.flatnonzero((sorted_keys[:, 1:] < sorted_keys[:, :-1]).any(axis=-1))
     if len(bad):

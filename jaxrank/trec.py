@@ -42,6 +42,8 @@ from typing import IO, Any, Union
 
 import numpy as np
 
+from jaxrank._npsort import argsort_high_bits, index_bits
+
 __all__ = [
     "Batch",
     "Qrels",
@@ -278,30 +280,14 @@ def _offsets(counts: np.ndarray) -> np.ndarray:
     return out
 
 
-def _index_bits(n: int) -> int:
-    return max(1, (n - 1).bit_length())
-
-
-def _argsort_top(key: np.ndarray) -> np.ndarray:
-    """Stable argsort of uint64 keys by their top ``64 - _index_bits(key.size)`` bits: one
-    value sort of the keys with each index in their low bits, several times faster than
-    numpy's argsort of the keys."""
-    low = np.uint64((1 << _index_bits(key.size)) - 1)
-    packed = key & ~low
-    packed |= np.arange(key.size, dtype=np.uint64)
-    packed.sort()
-    packed &= low
-    return packed.view(np.int64)
-
-
 def _factorize(names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(distinct values sorted by ``strcmp``, index of each value among them), for a bytes
     array with few distinct values (qids). Sorting hashes is far faster than sorting bytes;
     values are grouped by the top bits of their hash, and every group is confirmed on the
     bytes."""
     h = _hash(names)
-    order = _argsort_top(h)
-    top = h[order] >> np.uint64(_index_bits(h.size))
+    order = argsort_high_bits(h).view(np.int64)
+    top = h[order] >> np.uint64(index_bits(h.size))
     first = np.empty(h.size, dtype=bool)
     first[:1] = True
     np.not_equal(top[1:], top[:-1], out=first[1:])
@@ -931,7 +917,7 @@ def read_qrels(source: Source) -> Qrels:
     e = _entries(source, _QRELS)
     h = _hash(e.docnos)
     key = _packed(e.qids, e.qid_names.size, h)
-    order = _argsort_top(key)  # by qid, then docno hash: what _match relies on
+    order = argsort_high_bits(key).view(np.int64)  # by qid, then docno hash: what _match relies on
     if np.any((k := np.sort(key))[1:] == k[:-1]):
         _raise_duplicate(e, key, np.argsort(key, kind="stable"), " in the qrels")
     offsets = _offsets(np.bincount(e.qids, minlength=e.qid_names.size))
