@@ -632,15 +632,23 @@ class _Ctx:
                 out = jnp.where(values == int(name), value, out)
         return out
 
-    def ideal(self, pairs):
-        """Positive gains of the judged documents, sorted descending: ``[Q, m]`` (0 after)."""
+    def ideal_gains(self, pairs):
+        """The gains of the judged documents, input order, 0 for the unjudged."""
+        return self.memo(("ideal_gains", pairs), lambda: jnp.where(self.jvalid, self.gains(self.judg, pairs), 0.0))
+
+    def ideal_ranks(self, pairs):
+        """The exact ranking of the judged documents of positive gain by gain: the ideal
+        ordering that nDCG (``metrics.ndcg(ideal_ranks=)``) and :meth:`ideal` share."""
 
         def build():
-            g = jnp.where(self.jvalid, self.gains(self.judg, pairs), 0.0)
-            keep = g > 0
-            return hard("stable")(g, keep, depth=None).in_rank_order(g)
+            g = self.ideal_gains(pairs)
+            return hard("stable")(g, g > 0, depth=None)
 
-        return self.memo(("ideal", pairs), build)
+        return self.memo(("ideal_ranks", pairs), build)
+
+    def ideal(self, pairs):
+        """Positive gains of the judged documents, sorted descending: ``[Q, m]`` (0 after)."""
+        return self.memo(("ideal", pairs), lambda: self.ideal_ranks(pairs).in_rank_order(self.ideal_gains(pairs)))
 
     def ideal_at_positions(self, pairs):
         """The ideal gains aligned with the ``n`` retrieval positions (padded or cut)."""
@@ -820,7 +828,7 @@ def _ndcg_rels(ctx):
     def build():
         cuts = {k for m in ctx.plan.measures if m.family == "ndcg_cut" and not m.pairs for k in m.cuts}
         ks = sorted(cuts | {ctx.n})
-        values = ctx.metric(metrics.ndcg, judged=True, k=ks)
+        values = ctx.metric(metrics.ndcg, judged=True, k=ks, ideal_ranks=ctx.ideal_ranks(()))
         return {k: values[..., i] for i, k in enumerate(ks)}
 
     return ctx.memo("ndcg_rels", build)
@@ -837,9 +845,9 @@ def _ndcg_gains(ctx, pairs, k):
     """nDCG with a gain map: gains passed as labels (results: every rel; ideal: the positive
     gains of judged documents), so the ideal is ordered by gain, as trec_eval orders it."""
     gains = ctx.gains(ctx.rr, pairs)
-    ideal = jnp.where(ctx.jvalid, ctx.gains(ctx.judg, pairs), 0.0)
+    ideal = ctx.ideal_gains(pairs)
     return metrics.ndcg(ctx.scores, gains, k=k, where=ctx.where, ranker=ctx.ranks, gain=_identity,
-                        judgments=ideal, judgments_where=ctx.jvalid & (ideal > 0))
+                        judgments=ideal, judgments_where=ideal > 0, ideal_ranks=ctx.ideal_ranks(pairs))
 
 
 @_family("ndcg")
@@ -864,7 +872,7 @@ def _ideal_dcg(ctx, m):
 @_family("ndcg_exp")
 def _ndcg_exp(ctx, m):
     k = list(m.cuts) if m.cuts else None
-    out = ctx.metric(metrics.ndcg, judged=True, k=k, gain="exp")
+    out = ctx.metric(metrics.ndcg, judged=True, k=k, gain="exp", ideal_ranks=ctx.ideal_ranks(()))
     return out if m.cuts else _col(out)
 
 
@@ -1112,8 +1120,8 @@ def _relstring(ctx, m):
 
 
 # Two jitted stages. The first holds everything that sorts -- the one ranking of the run and
-# the ideal orderings of the judgments (nDCG's, inside metrics.ndcg, and those of G, ndcg_rel,
-# Rndcg) -- which on CPU are host callbacks (numpy sorts). The second, everything else, gets
+# the ideal ordering of the judgments per gain map (``_Ctx.ideal_ranks``, shared by nDCG and
+# by G, ndcg_rel, Rndcg) -- which on CPU are host callbacks (numpy sorts). The second, everything else, gets
 # the ranks as an argument; having no host callback, its compiled code can be kept in JAX's
 # persistent compilation cache across processes (``jaxrank eval`` turns that cache on).
 _SORTING = frozenset({"ndcg", "ndcg_cut", "ndcg_exp"})  # call metrics.ndcg

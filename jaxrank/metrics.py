@@ -475,12 +475,16 @@ def ndcg(
     discount: Discount = "log2",
     judgments=None,
     judgments_where=None,
+    ideal_ranks: Optional[HardRanks] = None,
 ) -> Array:
     """Normalised DCG: :math:`DCG@k / IDCG@k`, 0 when the ideal is 0.
 
     The ideal DCG is :func:`dcg` of the ideal ranking (labels used as scores),
     computed by the same code with the exact ranker, over ``judgments`` when
     given (trec_eval, ranx) or over the list (rax, torchmetrics, scikit-learn).
+    ``ideal_ranks``: that ideal ranking, when the caller already has it (exact
+    ranks of the judgments, or of the labels, by descending value; items of gain 0
+    may be left out), so that the same judgments are not ranked twice.
 
     Example:
       >>> import jaxrank
@@ -493,12 +497,14 @@ def ndcg(
     valid = None if where is None else valid
     actual = dcg(scores, labels, k=k, where=valid, ranker=ranker, gain=gain, discount=discount)
     ideal_labels, ideal_valid = (labels, valid) if judgments is None else (judgments, jvalid)
+    if ideal_ranks is not None and not isinstance(ideal_ranks, HardRanks):
+        raise ValueError(f"ideal_ranks must be exact ranks (HardRanks), got {type(ideal_ranks).__name__}")
     ideal = dcg(
         ideal_labels,
         ideal_labels,
         k=k,
         where=ideal_valid,
-        ranker=hard("stable"),
+        ranker=hard("stable") if ideal_ranks is None else ideal_ranks,
         gain=gain,
         discount=discount,
     )

@@ -217,3 +217,22 @@ def test_inputs_and_outputs():
     assert complete["map"] == pytest.approx(a["map"] * len(set(qrels) & set(run)) / len(qrels))
     with pytest.raises(ValueError, match="no query"):
         jaxrank.evaluate({"a": {"d": 1}}, {"b": {"d": 1.0}}, ["map"])
+
+
+def test_judgments_are_put_in_ideal_order_once_per_gain_map():
+    # nDCG (inside metrics.ndcg), ndcg_cut, G and Rndcg share the ideal ordering of the judgments;
+    # a gain map has its own. On CPU every exact ranking is one host callback.
+    jax = pytest.importorskip("jax")
+    from jaxrank.measures import Plan, _stage_sort
+
+    def sorts(names):
+        plan = Plan(parse_measures(names))
+        q, n, m = 3, 8, 6
+        arrays = (np.zeros((q, n)), np.zeros((q, n), np.int32), np.ones((q, n), bool),
+                  np.zeros((q, m), np.int32), np.ones((q, m), bool))
+        with jax.enable_x64(True):
+            return str(jax.make_jaxpr(lambda *a: _stage_sort(plan, *a))(*arrays)).count("pure_callback")
+
+    assert sorts(["ndcg", "ndcg_cut.5,10", "G", "Rndcg", "ndcg_rel"]) == 2  # the run, the judgments
+    assert sorts(["ndcg", "nDCG(dcg='exp-log2')@10", "G"]) == 2
+    assert sorts(["ndcg", "G", "nDCG(gains={0:0,1:1,2:5})@10"]) == 3  # + the order by the mapped gains

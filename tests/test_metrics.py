@@ -287,6 +287,30 @@ def test_all_cutoffs_come_from_one_ranking_pass():
     assert jaxpr.count("pure_callback") + jaxpr.count("top_k") <= 2
 
 
+def test_ndcg_with_given_ideal_ranks_equals_ndcg_without():
+    rng = np.random.default_rng(15)
+    scores = jnp.asarray(rng.standard_normal((4, 9)))
+    labels = jnp.asarray(rng.integers(0, 4, (4, 9)))
+    where = jnp.asarray(rng.random((4, 9)) < 0.8)
+    judgments = jnp.asarray(rng.integers(-1, 4, (4, 6)))
+    jwhere = jnp.asarray(rng.random((4, 6)) < 0.9)
+    keep = jwhere & (judgments > 0)  # items of gain 0 may be left out of the ideal ranking
+
+    @jax.jit
+    def both(scores, judgments, jwhere):
+        kw = dict(k=(1, 3, 9), where=where, judgments=judgments, judgments_where=jwhere)
+        ideal = STABLE(judgments.astype(scores.dtype), keep, depth=None)
+        return jaxrank.ndcg(scores, labels, **kw), jaxrank.ndcg(scores, labels, ideal_ranks=ideal, **kw)
+
+    plain, shared = both(scores, judgments, jwhere)
+    np.testing.assert_allclose(shared, plain, rtol=1e-12)
+    ideal = STABLE(labels.astype(scores.dtype), where & (labels > 0), depth=None)
+    np.testing.assert_allclose(jaxrank.ndcg(scores, labels, where=where, ideal_ranks=ideal, gain="exp"),
+                               jaxrank.ndcg(scores, labels, where=where, gain="exp"), rtol=1e-12)
+    with pytest.raises(ValueError, match="ideal_ranks must be exact"):
+        jaxrank.ndcg(scores, labels, ideal_ranks=jaxrank.approx(1.0)(scores, where, depth=None))
+
+
 # Bad input --------------------------------------------------------------------------
 @pytest.mark.parametrize("k", [0, -1, 2.5, True, "5", (), (3, 0)])
 def test_bad_cutoff_is_rejected_naming_k(k):
