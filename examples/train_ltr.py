@@ -64,7 +64,7 @@ from jaxrank.datasets import pad_queries, read_svmlight
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "lambdarank"
 CUTOFFS = (1, 5, 10)
 
-SOFT_LOSSES = ("approx", "softrank", "neuralsort")
+SOFT_LOSSES = ("approx", "softrank", "neuralsort", "softsort")
 BASELINE_LOSSES = ("softmax_cross_entropy", "pairwise_logistic", "lambda_loss", "listmle")
 ALL_LOSSES = SOFT_LOSSES + BASELINE_LOSSES
 
@@ -163,10 +163,12 @@ def load_lambdarank(
 
 
 # ---------------------------------------------------------------------------- model
-def init_mlp(key, sizes: Sequence[int]):
-    """He-initialised dense layers ``[(w, b), ...]`` for ``sizes = (d, h1, ..., 1)``."""
+def init_mlp(key, sizes: Sequence[int], context: bool = False):
+    """He-initialised dense layers ``[(w, b), ...]`` for ``sizes = (d, h1, ..., 1)``;
+    ``context``: the second layer takes ``2 * h1`` inputs (see :func:`mlp`)."""
     params = []
-    for d_in, d_out in zip(sizes[:-1], sizes[1:]):
+    for i, (d_in, d_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+        d_in = 2 * d_in if context and i == 1 else d_in
         key, sub = jax.random.split(key)
         w = jax.random.normal(sub, (d_in, d_out), jnp.float32) * math.sqrt(2.0 / d_in)
         params.append((w, jnp.zeros((d_out,), jnp.float32)))
@@ -192,11 +194,21 @@ def _dropout(x, rate: float, key):
     return jnp.where(keep, x / (1.0 - rate), 0.0)
 
 
-def mlp(params, x, *, dropout: float = 0.0, input_dropout: float = 0.0, layernorm: bool = False, key=None):
+def list_mean(h, where):
+    """The mean of ``h[..., n, H]`` over the valid items of each list, ``[..., 1, H]``."""
+    w = where[..., None].astype(h.dtype)
+    return (h * w).sum(-2, keepdims=True) / jnp.maximum(w.sum(-2, keepdims=True), 1.0)
+
+
+def mlp(params, x, where=None, *, dropout: float = 0.0, input_dropout: float = 0.0, layernorm: bool = False,
+        context: bool = False, key=None):
     """Scores ``[..., n]`` for features ``[..., n, d]``; dropout on the hidden units (and on
     the inputs, ``input_dropout``) when ``key``. ``layernorm``: each hidden layer's
     pre-activations are standardised over its units (no learned scale or shift: the next
-    layer's weights can absorb them, and the parameters keep their ``[(w, b), ...]`` form)."""
+    layer's weights can absorb them, and the parameters keep their ``[(w, b), ...]`` form).
+    ``context`` (needs ``where``): the first hidden layer's units are followed by their mean
+    over the list's valid items (a DeepSets-style summary of the list), so the next layer
+    sees each document beside the whole list; the second layer's inputs double."""
     if input_dropout > 0 and key is not None:
         key, sub = jax.random.split(key)
         x = _dropout(x, input_dropout, sub)
@@ -206,6 +218,8 @@ def mlp(params, x, *, dropout: float = 0.0, input_dropout: float = 0.0, layernor
             if layernorm:
                 x = (x - x.mean(-1, keepdims=True)) / jnp.sqrt(x.var(-1, keepdims=True) + 1e-5)
             x = jax.nn.relu(x)
+            if context and i == 0:
+                x = jnp.concatenate([x, jnp.broadcast_to(list_mean(x, where), x.shape)], -1)
             if dropout > 0 and key is not None:
                 key, sub = jax.random.split(key)
                 x = _dropout(x, dropout, sub)
@@ -213,11 +227,17 @@ def mlp(params, x, *, dropout: float = 0.0, input_dropout: float = 0.0, layernor
 
 
 def score(params, x, where, *, query_norm: bool = False, dropout: float = 0.0, input_dropout: float = 0.0,
-          layernorm: bool = False, key=None):
-    """The scorer: :func:`mlp` of the features, plus :func:`query_normalize`\ d ones if asked."""
+          input_noise: float = 0.0, layernorm: bool = False, context: bool = False, key=None):
+    """The scorer: :func:`mlp` of the features, and of their :func:`query_normalize` view if asked.
+    ``input_noise`` (when ``key``): Gaussian noise of that deviation is added to the valid
+    documents' features first (data augmentation; the within-query view sees it too)."""
+    if input_noise > 0 and key is not None:
+        key, sub = jax.random.split(key)
+        x = jnp.where(where[..., None], x + input_noise * jax.random.normal(sub, x.shape, x.dtype), 0.0)
     if query_norm:
         x = jnp.concatenate([x, query_normalize(x, where)], -1)
-    return mlp(params, x, dropout=dropout, input_dropout=input_dropout, layernorm=layernorm, key=key)
+    return mlp(params, x, where, dropout=dropout, input_dropout=input_dropout, layernorm=layernorm,
+               context=context, key=key)
 
 
 # --------------------------------------------------------------------------- losses
@@ -235,20 +255,23 @@ def standardize_scores(scores, where, eps: float = 1e-6):
 
 def make_loss(name: str, temperature: Optional[float] = None, gain: str = "linear", *,
               cutoff: Optional[int] = None, sinkhorn: int = 0, regularization: str = "l2",
-              score_norm: bool = False) -> Callable:
-    """``loss(scores, labels, where, scale=1.0) -> [Q]`` from :mod:`jaxrank.losses`.
+              score_norm: bool = False, gumbel: int = 0) -> Callable:
+    """``loss(scores, labels, where, scale=1.0, key=None) -> [Q]`` from :mod:`jaxrank.losses`.
 
-    ``approx`` / ``softrank`` / ``neuralsort``: ``1 - nDCG`` computed by
+    ``approx`` / ``softrank`` / ``neuralsort`` / ``softsort``: ``1 - nDCG`` computed by
     :func:`jaxrank.losses.metric_loss` with that smooth ranker, whose first
-    parameter (the temperature of ``approx`` and ``neuralsort``, the strength of
+    parameter (the temperature of ``approx``, ``neuralsort``, ``softsort``, the strength of
     ``softrank``) is ``temperature`` (the ranker's own default when ``None``),
     and the nDCG's ``gain`` (``"linear"`` as evaluated, or ``"exp"``, 2^y - 1,
     which weighs the top grades more), its cutoff ``k=cutoff`` (``None``: the
     whole list). ``sinkhorn`` iterations go to
     ``neuralsort``, ``regularization`` (``"l2"`` or ``"kl"``) to ``softrank``.
     ``score_norm``: the scores are first standardised per list (:func:`standardize_scores`).
-    The soft ranker sees ``scale * scores``: all three rankers depend on the scores only
-    through ``scores / temperature`` (approx's pairwise sigmoids, neuralsort's logits,
+    ``gumbel > 0`` (and a ``key``): the loss is the mean over that many Plackett-Luce
+    samples, :func:`jaxrank.gumbel` around the soft ranker, fresh noise for each ``key``
+    (the stochastic treatment of Bruch et al., 2020).
+    The soft ranker sees ``scale * scores``: the rankers depend on the scores only
+    through ``scores / temperature`` (approx's pairwise sigmoids, neuralsort's and softsort's logits,
     softrank's projection of ``scores / strength``), so ``scale`` divides the temperature
     by it, and can be a traced array (temperature annealing without recompiling; only
     the soft cutoff of ``cutoff=k`` keeps the base temperature).
@@ -259,22 +282,24 @@ def make_loss(name: str, temperature: Optional[float] = None, gain: str = "linea
 
     if name in SOFT_LOSSES:
         factory = getattr(jaxrank, name)
-        options = {"neuralsort": dict(sinkhorn=sinkhorn), "softrank": dict(regularization=regularization)}
+        options = {"neuralsort": dict(sinkhorn=sinkhorn), "softsort": dict(sinkhorn=sinkhorn),
+                   "softrank": dict(regularization=regularization)}
         # softrank's smoothing parameter is its regularization strength (in units
         # of scores); approx and neuralsort call theirs a temperature.
         args = () if temperature is None else (temperature,)
         ranker = factory(*args, **options.get(name, {}))
 
-        def loss(scores, labels, where, scale=1.0):
+        def loss(scores, labels, where, scale=1.0, key=None):
             if score_norm:
                 scores = standardize_scores(scores, where)
-            return losses.metric_loss(scale * scores, labels, where=where, metric=jaxrank.ndcg, ranker=ranker,
+            sampled = ranker if gumbel <= 0 or key is None else jaxrank.gumbel(ranker, gumbel, key)
+            return losses.metric_loss(scale * scores, labels, where=where, metric=jaxrank.ndcg, ranker=sampled,
                                       gain=gain, k=cutoff)
 
         return loss
     if name in BASELINE_LOSSES:
         fn = getattr(losses, name)
-        return lambda scores, labels, where, scale=1.0: fn(scores, labels, where=where)
+        return lambda scores, labels, where, scale=1.0, key=None: fn(scores, labels, where=where)
     raise ValueError(f"unknown loss {name!r}; choose from {', '.join(ALL_LOSSES)}")
 
 
@@ -300,6 +325,9 @@ class Config:
     warmup: float = 0.0  # fraction of the steps with a linear learning-rate warm-up from 0
     input_dropout: float = 0.0  # dropout on the MLP's input features
     layernorm: bool = False  # standardise each hidden layer's pre-activations over its units
+    input_noise: float = 0.0  # deviation of Gaussian noise added to the (standardised) input features
+    context: bool = False  # feed the list's mean of the first hidden layer to the second layer
+    gumbel: int = 0  # soft losses: Plackett-Luce samples (jaxrank.gumbel) per list and step; 0: none
     query_norm: bool = True  # also feed each feature standardised within its query
     transform: str = "quantile"  # feature preprocessing: "quantile" or "standard"
     eval_every: int = 25
@@ -315,6 +343,7 @@ LOSS_DEFAULTS: dict[str, dict] = {
     "approx": dict(temperature=3.0),
     "softrank": dict(temperature=1.0),  # the strength of softrank's projection
     "neuralsort": dict(temperature=3.0),
+    "softsort": dict(temperature=3.0),
     "softmax_cross_entropy": dict(lr=1e-3),
     "pairwise_logistic": dict(),
     "lambda_loss": dict(steps=100),
@@ -326,7 +355,8 @@ def config_for(loss: str, base: Config = DEFAULTS, **overrides) -> Config:
     return base.replace(**LOSS_DEFAULTS.get(loss, {})).replace(**overrides)
 
 
-def evaluate(params, split: Split, query_norm: bool = False, layernorm: bool = False) -> np.ndarray:
+def evaluate(params, split: Split, query_norm: bool = False, layernorm: bool = False,
+             context: bool = False) -> np.ndarray:
     """Mean exact nDCG@(1, 5, 10) over the queries of ``split`` (trec_eval conventions).
 
     ``params`` of one model gives ``[3]``; params stacked over seeds (as returned
@@ -334,17 +364,17 @@ def evaluate(params, split: Split, query_norm: bool = False, layernorm: bool = F
     """
     stacked = params[0][0].ndim == 3
     fn = _evaluate_seeds if stacked else _evaluate
-    return np.asarray(fn(params, split.x, split.y, split.where, query_norm, layernorm))
+    return np.asarray(fn(params, split.x, split.y, split.where, query_norm, layernorm, context))
 
 
-def _evaluate_one(params, x, y, where, query_norm, layernorm):
-    scores = score(params, x, where, query_norm=query_norm, layernorm=layernorm)
+def _evaluate_one(params, x, y, where, query_norm, layernorm, context):
+    scores = score(params, x, where, query_norm=query_norm, layernorm=layernorm, context=context)
     per_query = jaxrank.ndcg(scores, y, k=CUTOFFS, where=where, ranker=jaxrank.hard("expected"))
     return jaxrank.aggregate(per_query)
 
 
-_evaluate = jax.jit(_evaluate_one, static_argnums=(4, 5))
-_evaluate_seeds = jax.jit(jax.vmap(_evaluate_one, (0, None, None, None, None, None)), static_argnums=(4, 5))
+_evaluate = jax.jit(_evaluate_one, static_argnums=(4, 5, 6))
+_evaluate_seeds = jax.jit(jax.vmap(_evaluate_one, (0, None, None, None, None, None, None)), static_argnums=(4, 5, 6))
 
 
 def train(
@@ -389,17 +419,19 @@ def train(
     averager = weight_average(cfg.ema)
 
     def init(seed):
-        params = init_mlp(jax.random.fold_in(jax.random.PRNGKey(seed), 0), sizes)
+        params = init_mlp(jax.random.fold_in(jax.random.PRNGKey(seed), 0), sizes, cfg.context)
         return params, (optimizer.init(params), averager.init(params))
 
     def objective(params, key, scale, x, y, where):
         pick_key, drop_key = jax.random.split(key)
+        noise_key = jax.random.fold_in(key, 2)  # leaves the other two streams as they were
         if batch < q:
             idx = jax.random.choice(pick_key, q, (batch,), replace=False)
             x, y, where = x[idx], y[idx], where[idx]
         scores = score(params, x, where, query_norm=cfg.query_norm, dropout=cfg.dropout,
-                       input_dropout=cfg.input_dropout, layernorm=cfg.layernorm, key=drop_key)
-        return jnp.mean(loss_fn(scores, y, where, scale))
+                       input_dropout=cfg.input_dropout, input_noise=cfg.input_noise, layernorm=cfg.layernorm,
+                       context=cfg.context, key=drop_key)
+        return jnp.mean(loss_fn(scores, y, where, scale, noise_key))
 
     def temperature_scale(step):
         """1 / (the temperature's factor at ``step``): anneal**-1 at step 0, 1 at the last step."""
@@ -429,7 +461,7 @@ def train(
     keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.PRNGKey(s), 1))(jnp.asarray(seeds))
 
     def ndcg10():
-        return evaluate(evaluated, eval_split, cfg.query_norm, cfg.layernorm)[:, -1]
+        return evaluate(evaluated, eval_split, cfg.query_norm, cfg.layernorm, cfg.context)[:, -1]
 
     history = {"step": [0], "ndcg@10": [ndcg10()]}
     done = 0
@@ -569,7 +601,7 @@ def run(
     for name in losses:
         cfg = config_for(name, base, **overrides)
         loss_fn = make_loss(name, cfg.temperature, cfg.gain, cutoff=cfg.cutoff, sinkhorn=cfg.sinkhorn,
-                            regularization=cfg.regularization, score_norm=cfg.score_norm)
+                            regularization=cfg.regularization, score_norm=cfg.score_norm, gumbel=cfg.gumbel)
         data = data_for(cfg.transform)
         eval_split = data.valid if valid_fraction > 0 else data.test
         bar = None if tqdm is None else tqdm(total=cfg.steps, desc=f"{name} x{len(seeds)} seeds",
@@ -578,7 +610,7 @@ def run(
         params, history = train(loss_fn, data, cfg, seeds, eval_split=eval_split, progress=bar)
         if bar is not None:
             bar.close()
-        runs = evaluate(params, eval_split, cfg.query_norm, cfg.layernorm).tolist()
+        runs = evaluate(params, eval_split, cfg.query_norm, cfg.layernorm, cfg.context).tolist()
         results["losses"][name] = {
             "config": dataclasses.asdict(cfg),
             "per_seed": runs,
@@ -676,6 +708,10 @@ def main(argv=None) -> dict:
     p.add_argument("--warmup", type=float, help="fraction of the steps with a linear learning-rate warm-up")
     p.add_argument("--input-dropout", type=float, help="dropout rate on the MLP's input features")
     p.add_argument("--layernorm", choices=("on", "off"), help="LayerNorm (no affine) before each hidden ReLU")
+    p.add_argument("--gumbel", type=int, help="soft losses: Plackett-Luce samples per list and step")
+    p.add_argument("--input-noise", type=float, help="deviation of Gaussian noise added to the input features")
+    p.add_argument("--context", choices=("on", "off"),
+                   help="feed the list's mean of the first hidden layer to the second layer")
     p.add_argument("--hidden", help="hidden sizes, e.g. 256,128")
     p.add_argument("--transform", choices=("quantile", "standard"), help="feature preprocessing")
     p.add_argument("--query-norm", choices=("on", "off"),
@@ -698,6 +734,7 @@ def main(argv=None) -> dict:
                      anneal=args.anneal, warmup=args.warmup, input_dropout=args.input_dropout,
                      score_norm=None if args.score_norm is None else args.score_norm == "on",
                      layernorm=None if args.layernorm is None else args.layernorm == "on",
+                     input_noise=args.input_noise, gumbel=args.gumbel, context=None if args.context is None else args.context == "on",
                      hidden=tuple(int(h) for h in args.hidden.split(",")) if args.hidden else None)
     seeds = tuple(range(args.seeds if args.seeds is not None else (1 if args.quick else 5)))
     if args.quick:

@@ -38,7 +38,7 @@ def test_ltr_notebook_runs_quick(shared_data, monkeypatch):
     tables = [t for t in _outputs(nb, "text/markdown") if "| loss | nDCG@1 | nDCG@5 | nDCG@10 |" in t]
     assert len(tables) == 1, "the notebook must display the results table"
     table = tables[0]
-    for loss in ("approx", "softrank", "neuralsort", "softmax_cross_entropy", "pairwise_logistic",
+    for loss in ("approx", "softrank", "neuralsort", "softsort", "softmax_cross_entropy", "pairwise_logistic",
                  "lambda_loss", "listmle"):
         assert f"| {loss} |" in table
     assert "test; mean ± std over 1 seed (0)" in table
