@@ -304,6 +304,12 @@ def test_ndcg_with_given_ideal_ranks_equals_ndcg_without():
 
     plain, shared = both(scores, judgments, jwhere)
     np.testing.assert_allclose(shared, plain, rtol=1e-12)
+    mapped = jax.vmap(lambda s, j, jw, w, kp: jaxrank.ndcg(
+        s, labels[0], k=(1, 3, 9), where=w, judgments=j, judgments_where=jw,
+        ideal_ranks=STABLE(j.astype(s.dtype), kp, depth=None)))(scores, judgments, jwhere, where, keep)
+    np.testing.assert_allclose(mapped, jaxrank.ndcg(scores, jnp.broadcast_to(labels[0], scores.shape), k=(1, 3, 9),
+                                                    where=where, judgments=judgments, judgments_where=jwhere),
+                               rtol=1e-12)
     ideal = STABLE(labels.astype(scores.dtype), where & (labels > 0), depth=None)
     np.testing.assert_allclose(jaxrank.ndcg(scores, labels, where=where, ideal_ranks=ideal, gain="exp"),
                                jaxrank.ndcg(scores, labels, where=where, gain="exp"), rtol=1e-12)
