@@ -175,6 +175,12 @@ def init_mlp(key, sizes: Sequence[int], context: bool = False):
     return params
 
 
+def list_mean(h, where):
+    """The mean of ``h[..., n, H]`` over the valid items of each list, ``[..., 1, H]``."""
+    w = where[..., None].astype(h.dtype)
+    return (h * w).sum(-2, keepdims=True) / jnp.maximum(w.sum(-2, keepdims=True), 1.0)
+
+
 def query_normalize(x, where, eps: float = 1e-3):
     """Each feature standardised within its query: ``(x - mean_q) / (std_q + eps)``.
 
@@ -182,22 +188,14 @@ def query_normalize(x, where, eps: float = 1e-3):
     A list-level view of the features (how a document compares with the other
     candidates of the same query) that a pointwise MLP cannot compute itself.
     """
-    w = where[..., None].astype(x.dtype)
-    count = jnp.maximum(w.sum(-2, keepdims=True), 1.0)
-    mean = (x * w).sum(-2, keepdims=True) / count
-    var = (jnp.square(x - mean) * w).sum(-2, keepdims=True) / count
+    mean = list_mean(x, where)
+    var = list_mean(jnp.square(x - mean), where)
     return jnp.where(where[..., None], (x - mean) / (jnp.sqrt(var) + eps), 0.0)
 
 
 def _dropout(x, rate: float, key):
     keep = jax.random.bernoulli(key, 1.0 - rate, x.shape)
     return jnp.where(keep, x / (1.0 - rate), 0.0)
-
-
-def list_mean(h, where):
-    """The mean of ``h[..., n, H]`` over the valid items of each list, ``[..., 1, H]``."""
-    w = where[..., None].astype(h.dtype)
-    return (h * w).sum(-2, keepdims=True) / jnp.maximum(w.sum(-2, keepdims=True), 1.0)
 
 
 def mlp(params, x, where=None, *, dropout: float = 0.0, input_dropout: float = 0.0, layernorm: bool = False,
@@ -246,10 +244,8 @@ def standardize_scores(scores, where, eps: float = 1e-6):
     ``sqrt(variance + eps)``; padding stays 0. The soft ranker's temperature then acts on a
     fixed scale instead of on whatever spread the model's scores have reached. (``eps``
     inside the root: ``sqrt``'s gradient at a zero variance, a one-document list, is infinite.)"""
-    w = where.astype(scores.dtype)
-    count = jnp.maximum(w.sum(-1, keepdims=True), 1.0)
-    mean = (scores * w).sum(-1, keepdims=True) / count
-    var = (jnp.square(scores - mean) * w).sum(-1, keepdims=True) / count
+    mean = list_mean(scores[..., None], where)[..., 0]
+    var = list_mean(jnp.square(scores - mean)[..., None], where)[..., 0]
     return jnp.where(where, (scores - mean) * jax.lax.rsqrt(var + eps), 0.0)
 
 
@@ -285,7 +281,7 @@ def make_loss(name: str, temperature: Optional[float] = None, gain: str = "linea
         options = {"neuralsort": dict(sinkhorn=sinkhorn), "softsort": dict(sinkhorn=sinkhorn),
                    "softrank": dict(regularization=regularization)}
         # softrank's smoothing parameter is its regularization strength (in units
-        # of scores); approx and neuralsort call theirs a temperature.
+        # of scores); approx, neuralsort and softsort call theirs a temperature.
         args = () if temperature is None else (temperature,)
         ranker = factory(*args, **options.get(name, {}))
 
