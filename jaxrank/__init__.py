@@ -2,6 +2,7 @@
 
 from jaxrank.aggregate import aggregate
 from jaxrank.evaluate import evaluate
+from jaxrank.grouping import Grouped, group_by_query
 from jaxrank.metrics import (
     average_precision,
     dcg,
@@ -45,6 +46,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ApproxRanker",
     "ApproxRanks",
+    "Grouped",
     "GumbelRanker",
     "GumbelRanks",
     "NeuralSortRanker",
@@ -54,6 +56,7 @@ __all__ = [
     "SoftRanks",
     "SoftSortRanker",
     "approx",
+    "group_by_query",
     "gumbel",
     "losses",
     "neuralsort",
