@@ -1,5 +1,6 @@
 """jaxrank: ranking metrics for JAX, exact and differentiable, over one ranking primitive."""
 
+from jaxrank.accumulate import accumulator, compute
 from jaxrank.aggregate import aggregate
 from jaxrank.evaluate import evaluate
 from jaxrank.grouping import Grouped, group_by_query
@@ -67,8 +68,10 @@ __all__ = [
     "HardRanker",
     "HardRanks",
     "Ranks",
+    "accumulator",
     "aggregate",
     "average_precision",
+    "compute",
     "dcg",
     "err",
     "evaluate",
