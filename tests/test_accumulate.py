@@ -292,3 +292,52 @@ def test_accumulator_psum_over_8_devices_equals_one_shot():
         """
     )
     assert out.strip().endswith("ok 8")
+
+
+# ----------------------------------------------------------------------------- clu adapter
+
+
+def test_clu_metric_merges_masked_chunks_to_the_accumulator_values():
+    import clu.metrics
+    import flax.struct
+
+    from jaxrank.compat import clu as jclu
+
+    s, y, w, j, jw = random_lists(9, shape=(8, 9))
+
+    @flax.struct.dataclass
+    class Metrics(clu.metrics.Collection):
+        ndcg: jclu.metric("nDCG@5", ties="expected")
+        ap: jclu.metric("map")
+        p: jclu.metric("P(rel=2)@3", empty="skip")
+
+    collected = Metrics.empty()
+    for rows in (slice(0, 3), slice(3, 8)):
+        # each chunk padded to 5 queries (mask=False rows) and 12 items (where=False)
+        part = [np.pad(a[rows], [(0, 5 - a[rows].shape[0]), (0, 3)]) for a in (s, y, w)]
+        jpart = [np.pad(a[rows], [(0, 5 - a[rows].shape[0]), (0, 0)]) for a in (j, jw)]
+        mask = np.arange(5) < (rows.stop - rows.start)
+        collected = collected.merge(Metrics.single_from_model_output(
+            scores=part[0], labels=part[1], where=part[2].astype(bool), judgments=jpart[0],
+            judgments_where=jpart[1].astype(bool), mask=mask, logits="ignored"))
+    got = collected.compute()
+    # the references: each metric alone, then jaxrank.aggregate
+    ndcg = jaxrank.ndcg(s, y, k=5, where=w, judgments=j, judgments_where=jw, ranker=jaxrank.hard("expected"))
+    ap = jaxrank.average_precision(s, y, where=w, judgments=j, judgments_where=jw)
+    p = jaxrank.precision(s, y, k=3, rel=2, where=w)
+    empty2 = np.asarray(jaxrank.num_rel(s, y, where=w, rel=2, judgments=j, judgments_where=jw)) == 0
+    np.testing.assert_allclose(got["ndcg"], np.mean(ndcg), rtol=1e-12)
+    np.testing.assert_allclose(got["ap"], np.mean(ap), rtol=1e-12)
+    np.testing.assert_allclose(got["p"], jaxrank.aggregate(p, empty="skip", is_empty=empty2), rtol=1e-12)
+    # an item mask ([B, n]) is the padding of the lists; reduce() is the merge of a stack
+    AP = jclu.metric("map")
+    items = AP.from_model_output(scores=s, labels=y, mask=w, judgments=j, judgments_where=jw)
+    halves = [AP.from_model_output(scores=s[h], labels=y[h], where=w[h], judgments=j[h], judgments_where=jw[h])
+              for h in (slice(0, 4), slice(4, 8))]
+    stacked = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *halves).reduce()
+    for m in (items, stacked):
+        np.testing.assert_allclose(m.compute(), np.mean(ap), rtol=1e-12)
+    with pytest.raises(ValueError, match="has 2 outputs"):
+        jclu.metric("P.5,10")
+    with pytest.raises(ValueError, match="mask must have the batch shape"):
+        AP.from_model_output(scores=s, labels=y, mask=w[:, :2])
