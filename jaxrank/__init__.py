@@ -21,7 +21,7 @@ from jaxrank.metrics import (
     success,
 )
 from jaxrank.ranking import HardRanker, HardRanks, Ranks, hard
-from jaxrank import losses
+from jaxrank import losses, retrieval
 from jaxrank.soft import (
     ApproxRanker,
     ApproxRanks,
@@ -61,6 +61,7 @@ __all__ = [
     "gumbel",
     "losses",
     "neuralsort",
+    "retrieval",
     "soft_cutoff",
     "soft_ranks",
     "softrank",
