@@ -1,0 +1,16 @@
+"""Drop-in replacements for other libraries' ranking metrics, over jaxrank's core.
+
+One module per peer, with the peer's names, signatures, defaults, errors and conventions;
+each function is a few lines over jaxrank's metrics and returns JAX arrays:
+
+* :mod:`jaxrank.compat.torchmetrics`: ``retrieval_*`` functions and ``Retrieval*`` classes.
+* :mod:`jaxrank.compat.torcheval`: ``retrieval_recall``, ``retrieval_precision``,
+  ``hit_rate``, ``reciprocal_rank``.
+* :mod:`jaxrank.compat.autointent`: ``retrieval_{map,hit_rate,precision,ndcg,mrr}``
+  (plain, ``_intersecting``, ``_macro``) over label lists.
+* :mod:`jaxrank.compat.sklearn`: ``roc_auc_score``, ``average_precision_score``,
+  ``ndcg_score``, ``dcg_score``.
+
+Import the module you need (``from jaxrank.compat import torchmetrics as tm``); none of
+them imports the peer's own package, so torch and friends are never needed at run time.
+"""
