@@ -298,10 +298,7 @@ class Accumulator:
           The new state.
         """
         *arrays, batch = _arrays(scores, labels, where, judgments, judgments_where)
-        values, is_empty = _values(self._spec, *arrays)
-        picked = np.asarray(self._picked)
         f = jnp.result_type(float)
-        values, is_empty = values[:, picked].astype(f), is_empty[:, picked]
         u = jnp.ones(batch, f)
         if weights is not None:
             if self.how in ("min", "max"):
@@ -317,6 +314,9 @@ class Accumulator:
             u = jnp.where(query_where.astype(bool), u, 0.0)
         u = u.reshape(-1, 1)
         present = u > 0
+        values, is_empty = _values(self._spec, *arrays)
+        picked = np.asarray(self._picked)
+        values, is_empty = values[:, picked].astype(f), is_empty[:, picked]
         modes = np.asarray(self._modes)
         averaged = np.isin(modes, ("mean", "log", "min", "max"))
         if self.empty is None:
