@@ -12,7 +12,7 @@ import textwrap
 import numpy as np
 
 import jaxrank
-from tests.test_accumulate import trec_arrays, trec_dicts
+from tests.test_accumulate import trec_dicts
 
 MEASURES = ["map", "gm_map", "P.5", "ndcg_cut.10", "bpref", "num_rel_ret", "num_q", "P(rel=2)@5"]
 DENSE_MEASURES = ["nDCG@10", "AP", "P@5", "bpref", "Judged@10", "num_rel_ret"]

@@ -81,13 +81,13 @@ def metric(
         state: State
 
         @classmethod
-        def empty(cls) -> "RankingMetric":
+        def empty(cls) -> RankingMetric:
             return cls(acc.init())
 
         @classmethod
         def from_model_output(
             cls, scores, labels, *, where=None, judgments=None, judgments_where=None, mask=None, weights=None, **_
-        ) -> "RankingMetric":
+        ) -> RankingMetric:
             scores = jnp.asarray(scores)
             query_where = None
             if mask is not None:
@@ -107,7 +107,7 @@ def metric(
             )
             return cls(state)
 
-        def merge(self, other: "RankingMetric") -> "RankingMetric":
+        def merge(self, other: RankingMetric) -> RankingMetric:
             return type(self)(acc.merge(self.state, other.state))
 
         def compute(self) -> jax.Array:
