@@ -1,0 +1,116 @@
+"""Input validation shared by metrics, rankers and losses.
+
+Every check runs on static information (shapes, dtypes, Python numbers) before
+any tracing, and raises a ``ValueError`` that names the argument.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from typing import Optional, Union
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+Cutoff = Union[None, int, Sequence[int]]
+
+
+def scores(x, name: str = "scores") -> jax.Array:
+    """``x`` as an array of floats with at least one axis (the list)."""
+    x = jnp.asarray(x)
+    if x.ndim == 0:
+        raise ValueError(f"{name} must have at least one axis (the list), got a scalar")
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        raise ValueError(f"{name} must be floating point, got {x.dtype}")
+    return x
+
+
+def same_shape(x, shape: tuple[int, ...], name: str, like: str = "scores") -> jax.Array:
+    """``x`` as an array of exactly ``shape``."""
+    x = jnp.asarray(x)
+    if x.shape != shape:
+        raise ValueError(f"{name} must have the shape of {like} {shape}, got {x.shape}")
+    return x
+
+
+def mask(m, shape: tuple[int, ...], name: str = "where", like: str = "scores", broadcast: bool = False) -> jax.Array:
+    """A boolean mask of ``shape``: all true when ``m`` is None; with ``broadcast``, any
+    shape that broadcasts to ``shape`` is accepted."""
+    if m is None:
+        return jnp.ones(shape, bool)
+    m = jnp.asarray(m)
+    if broadcast:
+        try:
+            return jnp.broadcast_to(m, shape).astype(bool)
+        except ValueError:
+            raise ValueError(f"{name} must broadcast to the shape of {like} {shape}, got {m.shape}") from None
+    return same_shape(m, shape, name, like).astype(bool)
+
+
+def judgments(j, j_where, scores_shape: tuple[int, ...]) -> tuple[Optional[jax.Array], Optional[jax.Array]]:
+    """``judgments[..., m]`` (the batch axes of scores, any ``m``) and its mask."""
+    if j is None:
+        if j_where is not None:
+            raise ValueError("judgments_where was given without judgments")
+        return None, None
+    j = jnp.asarray(j)
+    if j.ndim != len(scores_shape) or j.shape[:-1] != scores_shape[:-1]:
+        raise ValueError(f"judgments must have shape {scores_shape[:-1]} + (m,), got {j.shape}")
+    return j, mask(j_where, j.shape, "judgments_where", "judgments")
+
+
+def _is_int(v) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (numbers.Integral, np.integer))
+
+
+def cutoffs(k: Cutoff, name: str = "k") -> Optional[tuple[int, ...]]:
+    """``None``, or the positive integer cutoffs of ``k`` (an integer or a non-empty sequence)."""
+    if k is None:
+        return None
+    many = isinstance(k, (list, tuple))
+    values = tuple(k) if many else (k,)
+    if many and not values:
+        raise ValueError(f"{name} must be a positive integer or a non-empty sequence of them")
+    for v in values:
+        if not _is_int(v) or v <= 0:
+            raise ValueError(f"{name} must be a positive integer or a sequence of them, got {k!r}")
+    return tuple(int(v) for v in values)
+
+
+def positive_int(value, name: str, allow_zero: bool = False) -> int:
+    """A (non-negative with ``allow_zero``) Python integer; bools are refused."""
+    if not _is_int(value) or value < (0 if allow_zero else 1):
+        kind = "non-negative" if allow_zero else "positive"
+        raise ValueError(f"{name} must be a {kind} integer, got {value!r}")
+    return int(value)
+
+
+def positive(value, name: str) -> float:
+    """A positive, finite Python number (traced values are refused)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError, jax.errors.ConcretizationTypeError) as e:
+        raise ValueError(f"{name} must be a positive Python number, got {value!r}") from e
+    if isinstance(value, bool) or not (number > 0 and math.isfinite(number)):
+        raise ValueError(f"{name} must be positive and finite, got {value!r}")
+    return number
+
+
+def in_range(value, name: str, low: float, high: float, closed_low: bool = False, closed_high: bool = False) -> float:
+    """A Python number between ``low`` and ``high`` (each bound excluded unless closed)."""
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    ok = ok and (low <= value if closed_low else low < value) and (value <= high if closed_high else value < high)
+    if not ok:
+        interval = f"{'[' if closed_low else '('}{low}, {high}{']' if closed_high else ')'}"
+        raise ValueError(f"{name} must be in {interval}, got {value!r}")
+    return float(value)
+
+
+def boolean(value, name: str) -> bool:
+    """A Python bool."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)

@@ -1,0 +1,76 @@
+"""Ranking metrics, each written once over :class:`jaxrank.ranking.Ranks`.
+
+Modules: :mod:`~jaxrank.metrics.ir` (the trec_eval family), :mod:`~jaxrank.metrics.curves`
+(precision-recall curve, ROC AUC), :mod:`~jaxrank.metrics.correlation` (Spearman, Kendall)
+and :mod:`~jaxrank.metrics.sets` (retrieved id sets, the PR-curve area).
+
+Conventions shared by every metric (see ``docs/conventions.rst``):
+
+* ``scores``, ``labels``, ``where``: ``[..., n]``; leading axes are batch axes.
+  The result has shape ``[...]``, plus a trailing axis when ``k`` is a sequence.
+* An item is *relevant* when its label is ``>= rel``.
+* ``judgments`` (``[..., m]``, with its own mask ``judgments_where``) holds the
+  labels of every judged document of the query, retrieved or not; the number of
+  relevant documents (recall, AP, R-precision) and the ideal ranking of nDCG come
+  from it, as in trec_eval. Without it the list itself is taken as complete, as
+  in rax and torchmetrics.
+* A query without relevant documents scores 0 (trec_eval); choose what it means
+  for a mean in :func:`jaxrank.aggregate`.
+* ``ranker`` is :func:`jaxrank.hard` (default: exact ranks, ties ``"stable"``)
+  or a smooth ranker; a precomputed :class:`~jaxrank.ranking.Ranks` may be passed
+  to share one ranking pass between several metrics.
+"""
+
+from jaxrank.metrics._common import log2_discount
+from jaxrank.metrics.correlation import kendall_tau, spearman
+from jaxrank.metrics.curves import (
+    precision_recall_curve,
+    recall_at_fixed_precision,
+    recall_at_precision_from_curve,
+    roc_auc,
+)
+from jaxrank.metrics.ir import (
+    average_precision,
+    dcg,
+    err,
+    fallout,
+    ndcg,
+    num_rel,
+    num_rel_ret,
+    num_ret,
+    precision,
+    r_precision,
+    rbp,
+    recall,
+    reciprocal_rank,
+    success,
+)
+from jaxrank.metrics.sets import graded_average_precision, pr_auc, set_precision, set_recall
+
+__all__ = [
+    "average_precision",
+    "dcg",
+    "err",
+    "fallout",
+    "graded_average_precision",
+    "kendall_tau",
+    "log2_discount",
+    "ndcg",
+    "num_rel",
+    "num_rel_ret",
+    "num_ret",
+    "pr_auc",
+    "precision",
+    "precision_recall_curve",
+    "r_precision",
+    "rbp",
+    "recall",
+    "recall_at_fixed_precision",
+    "recall_at_precision_from_curve",
+    "reciprocal_rank",
+    "roc_auc",
+    "set_precision",
+    "set_recall",
+    "spearman",
+    "success",
+]

@@ -1,0 +1,132 @@
+"""Pieces every metric module shares: inputs, ranks, cutoff weights, gains."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Optional, Union
+
+import jax
+import jax.numpy as jnp
+
+from jaxrank import _checks
+from jaxrank.ranking import HardRanks, Ranks, hard
+from jaxrank.ranking._backend import row_sum
+
+Array = jax.Array
+Cutoff = Union[None, int, Sequence[int]]
+Gain = Union[str, Callable[[Array], Array]]
+Discount = Union[str, Callable[[Array], Array]]
+
+DEFAULT_RANKER = hard()
+#: Rankers of the metrics whose usual definition averages over tied scores.
+EXPECTED_RANKER = hard("expected")
+
+cutoffs = _checks.cutoffs
+
+
+def inputs(scores, labels, where, judgments, judgments_where):
+    """Checked ``scores``, float ``labels`` (0 where masked), the mask, and the
+    judgments (0 where masked) with their mask (both None without judgments)."""
+    scores = _checks.scores(scores)
+    labels = _checks.same_shape(labels, scores.shape, "labels")
+    valid = _checks.mask(where, scores.shape)
+    fdtype = jnp.result_type(float)
+    labels = jnp.where(valid, labels.astype(fdtype), 0)
+    judgments, jvalid = _checks.judgments(judgments, judgments_where, scores.shape)
+    if judgments is not None:
+        judgments = jnp.where(jvalid, judgments.astype(fdtype), 0)
+    return scores, labels, valid, judgments, jvalid
+
+
+def ranks(ranker, scores, where, depth: Optional[int]) -> Ranks:
+    """``ranker(scores, where, depth=depth)``, or ``ranker`` itself when it already is
+    :class:`Ranks` (checked to cover ``depth``)."""
+    if isinstance(ranker, Ranks):
+        if ranker.size != scores.shape[-1]:
+            raise ValueError(f"ranker holds ranks of {ranker.size} items, scores have {scores.shape[-1]}")
+        if isinstance(ranker, HardRanks) and ranker.depth < ranker.size:
+            if depth is None or depth > ranker.depth:
+                raise ValueError(
+                    f"ranker holds only the first {ranker.depth} positions; "
+                    f"this metric needs {'all' if depth is None else depth}"
+                )
+        return ranker
+    if not callable(ranker):
+        raise ValueError(f"ranker must be a ranker (e.g. jaxrank.hard()) or Ranks, got {ranker!r}")
+    return ranker(scores, where, depth=depth)
+
+
+def finish(values: Array, k: Cutoff) -> Array:
+    """Drop the cutoff axis unless ``k`` was a sequence."""
+    if not isinstance(k, (list, tuple)):
+        return values[..., 0]
+    return values
+
+
+def weights(r: Ranks, ks: Optional[tuple[int, ...]], per_position: Callable[[Array], Array]):
+    """``f(pos) = per_position(pos) * [pos <= k]`` for every cutoff, as ``[..., P, C]``."""
+
+    def f(pos):
+        base = per_position(pos)[..., None]
+        if ks is None:
+            return base
+        return base * r.cutoff(pos[..., None], jnp.asarray(ks, pos.dtype))
+
+    return f
+
+
+def relevant(labels: Array, valid: Array, rel) -> Array:
+    return ((labels >= rel) & valid).astype(labels.dtype)
+
+
+def num_relevant(labels, valid, judgments, jvalid, rel) -> Array:
+    if judgments is None:
+        return row_sum(relevant(labels, valid, rel))
+    return row_sum(relevant(judgments, jvalid, rel))
+
+
+def safe_divide(num: Array, den: Array) -> Array:
+    """``num / den``, 0 where ``den`` is 0; ``den`` lacks ``num``'s last axis or matches it."""
+    den = jnp.broadcast_to(den, num.shape) if den.ndim == num.ndim else den[..., None]
+    return jnp.where(den > 0, num / jnp.where(den > 0, den, 1), 0.0)
+
+
+def ones(x):
+    return jnp.ones_like(x)
+
+
+def inverse(pos):
+    return 1.0 / pos
+
+
+def item_values(r: Ranks, f: Callable[[Array], Array], g: Array) -> Array:
+    """Per item, :math:`E[f(r_i)]` (``f`` maps positions ``[..., P]`` to ``[..., P]``):
+    the gradient in ``g`` of ``linear(g, f)``, which is linear in ``g``, so that any
+    ranker's ranks are read through the :class:`Ranks` interface in one backward pass.
+    ``g`` is where the gradient is taken; it matters only to rankers whose tie policy
+    orders a group by the item weight (optimistic / pessimistic)."""
+    return jax.grad(lambda v: jnp.sum(r.linear(v, lambda pos: f(pos)[..., None])))(g)
+
+
+# Gains and discounts --------------------------------------------------------------
+def gain_fn(gain: Gain) -> Callable[[Array], Array]:
+    if callable(gain):
+        return gain
+    if gain == "linear":
+        return lambda y: jnp.maximum(y, 0)
+    if gain == "exp":
+        return lambda y: jnp.exp2(jnp.maximum(y, 0)) - 1
+    raise ValueError(f"gain must be 'linear', 'exp' or a callable, got {gain!r}")
+
+
+def log2_discount(pos: Array) -> Array:
+    """The standard discount of 1-based positions, :math:`1 / \\log_2(1 + p)`."""
+    return 1.0 / jnp.log2(pos + 1.0)
+
+
+def discount_fn(discount: Discount) -> Callable[[Array], Array]:
+    if callable(discount):
+        return discount
+    if discount == "log2":
+        return log2_discount
+    raise ValueError(f"discount must be 'log2' or a callable, got {discount!r}")

@@ -1,0 +1,127 @@
+"""Rank correlations of scores with labels, per list: Spearman's rho, Kendall's tau-b
+(scipy's ``spearmanr`` / ``kendalltau``)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxrank.metrics import _common as _c
+from jaxrank.metrics._common import Array
+from jaxrank.ranking._backend import row_sum
+
+
+def _identity(pos: Array) -> Array:
+    return pos
+
+
+def _both_ranks(scores, labels, where, ranker, judgments, judgments_where):
+    """Per-item ranks of the scores (by ``ranker``) and average ranks of the labels,
+    both descending, and the mask; exact ranks are multiples of 1/2 and are rounded
+    to them (the backward pass that reads them off sums in floats)."""
+    scores, labels, valid, _, _ = _c.inputs(scores, labels, where, judgments, judgments_where)
+    by_label = _c.EXPECTED_RANKER(labels, valid, depth=None)
+    zeros = jnp.zeros(labels.shape, labels.dtype)
+    label_ranks = jnp.round(2 * _c.item_values(by_label, _identity, zeros)) / 2
+    r = _c.ranks(ranker, scores, where, None)
+    # a tie policy that orders a group by the item weight orders it by the label
+    score_ranks = _c.item_values(r, _identity, -label_ranks)
+    if not r.smooth:
+        score_ranks = jnp.round(2 * score_ranks) / 2
+    return score_ranks, label_ranks, valid
+
+
+def spearman(
+    scores,
+    labels,
+    *,
+    where=None,
+    ranker=_c.EXPECTED_RANKER,
+    judgments=None,
+    judgments_where=None,
+) -> Array:
+    """Spearman's rank correlation of scores and labels: the Pearson correlation of
+    their ranks.
+
+    .. math:: \\rho = \\frac{\\sum_i (r_i - \\bar r)(q_i - \\bar q)}
+        {\\sqrt{\\sum_i (r_i - \\bar r)^2 \\sum_i (q_i - \\bar q)^2}}
+
+    :math:`r_i` is item i's rank under ``ranker`` (read through the :class:`Ranks`
+    interface, so any ranker works), :math:`q_i` the average rank of its label. The
+    default ``hard("expected")`` gives tied scores their average rank: the value is
+    scipy's ``spearmanr``. With a smooth ranker the soft ranks make it differentiable
+    (a Spearman loss: ``1 - spearman(..., ranker=jaxrank.softrank(...))``). A list
+    with fewer than two valid items, or constant scores or labels, gives 0 (scipy: nan).
+    ``judgments`` and ``judgments_where`` cannot change the value: they are accepted
+    (and checked) so that every metric takes the same keywords.
+
+    Example (the blog's worked example: ranks [1, 3, 2] against [1, 2, 3]):
+      >>> import jaxrank
+      >>> float(jaxrank.spearman([0.6, 0.4, 0.5], [0.9, 0.6, 0.3]))
+      0.5
+    """
+    rs, ry, valid = _both_ranks(scores, labels, where, ranker, judgments, judgments_where)
+    v = valid.astype(rs.dtype)
+    count = jnp.maximum(row_sum(v, keepdims=True), 1)
+    cs = (rs - row_sum(rs * v, keepdims=True) / count) * v
+    cy = (ry - row_sum(ry * v, keepdims=True) / count) * v
+    den = row_sum(cs * cs) * row_sum(cy * cy)
+    ok = den > 0
+    return jnp.where(ok, row_sum(cs * cy) / jnp.sqrt(jnp.where(ok, den, 1)), 0.0)
+
+
+def kendall_tau(
+    scores,
+    labels,
+    *,
+    where=None,
+    ranker=_c.EXPECTED_RANKER,
+    judgments=None,
+    judgments_where=None,
+) -> Array:
+    """Kendall's tau-b of scores and labels.
+
+    .. math:: \\tau_b = \\frac{C - D}{\\sqrt{(n_0 - n_1)(n_0 - n_2)}}
+
+    :math:`C` and :math:`D` count the concordant and discordant pairs, :math:`n_0 =
+    n(n-1)/2`, :math:`n_1` and :math:`n_2` the pairs tied in the ranks of the scores
+    and of the labels. Ranks come from ``ranker`` (default ``hard("expected")``: tied
+    scores stay tied, as scipy's ``kendalltau``; ``hard()`` breaks them by index).
+    Pairs are compared in blocks of rows: O(n^2) work, O(n) memory per list. The value
+    is piecewise constant in the scores (no useful gradient). Fewer than two valid
+    items, or constant scores or labels, give 0 (scipy: nan). ``judgments`` and
+    ``judgments_where`` cannot change the value: they are accepted (and checked) so
+    that every metric takes the same keywords.
+
+    Example:
+      >>> import jaxrank
+      >>> round(float(jaxrank.kendall_tau([0.6, 0.4, 0.5], [0.9, 0.6, 0.3])), 5)
+      0.33333
+    """
+    rs, ry, valid = _both_ranks(scores, labels, where, ranker, judgments, judgments_where)
+    rs, ry = jax.lax.stop_gradient(rs), jax.lax.stop_gradient(ry)
+    n = rs.shape[-1]
+    block = max(1, min(n, (1 << 20) // max(1, rs.size)))
+    pad = -n % block
+    rows = [jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, pad)]) for x in (rs, ry, valid)]
+
+    def one_block(start):
+        def piece(x):
+            return jax.lax.dynamic_slice_in_dim(x, start, block, axis=-1)[..., :, None]
+
+        bs, by, bv = (piece(x) for x in rows)
+        pair = bv & valid[..., None, :]
+        ds, dy = jnp.sign(bs - rs[..., None, :]), jnp.sign(by - ry[..., None, :])
+        totals = [ds * dy, (ds == 0) & pair, (dy == 0) & pair]
+        return jnp.stack([jnp.sum(jnp.where(pair, t, 0), axis=(-2, -1)) for t in totals])
+
+    starts = jnp.arange(0, n + pad, block)
+    sums = jnp.sum(jax.lax.map(one_block, starts), axis=0)
+    count = row_sum(valid)
+    # each sum counts ordered pairs and the diagonal (i, i), which is tied in both
+    s_minus_d = sums[0] / 2
+    n0 = count * (count - 1) / 2
+    n1, n2 = (sums[1] - count) / 2, (sums[2] - count) / 2
+    den = (n0 - n1) * (n0 - n2)
+    ok = den > 0
+    return jnp.where(ok, s_minus_d / jnp.sqrt(jnp.where(ok, den, 1)), 0.0)
