@@ -113,7 +113,7 @@ def random_qrels(rng, num_queries, num_docs, m):
     return judged_ids, labels, where
 
 
-@pytest.mark.parametrize("k, m", [(6, 9), (120, 200)])  # pairwise comparison / sort + search
+@pytest.mark.parametrize("k, m", [(6, 9), (120, 300)])  # pairwise comparison / sort + search
 def test_join_equals_dict_lookup(k, m):
     rng = np.random.default_rng(k)
     judged_ids, judged_labels, where = random_qrels(rng, 5, 300, m)
