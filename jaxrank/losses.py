@@ -21,7 +21,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxrank import metrics
-from jaxrank.ranking import argsort_descending, inverse_permutation, sort_key
+from jaxrank.ranking._backend import argsort_descending, inverse_permutation, sort_key
 from jaxrank.soft import _masked_logsumexp, approx
 
 __all__ = [

@@ -44,7 +44,8 @@ import numpy as np
 
 from jaxrank import metrics
 from jaxrank.aggregate import GMEAN_FLOOR
-from jaxrank.ranking import HardRanks, cumsum, hard, row_sum
+from jaxrank.ranking import HardRanks, hard
+from jaxrank.ranking._backend import cumsum, row_sum
 
 __all__ = [
     "Column",

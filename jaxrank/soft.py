@@ -48,7 +48,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxrank.ranking import PositionFn, Ranks, argsort_descending, cumsum, inverse_permutation, sort_key
+from jaxrank.ranking._backend import argsort_descending, cumsum, inverse_permutation, sort_key, vary_like
+from jaxrank.ranking.ranks import PositionFn, Ranks
 
 __all__ = [
     "ApproxRanker",
@@ -437,6 +438,7 @@ def _pav(s: jax.Array, m: jax.Array, kl: bool):
 
     zeros = jnp.zeros(batch, jnp.int32)
     init = (jnp.zeros((batch, n, 2), dt), jnp.zeros(batch, dt), jnp.zeros(batch, dt), zeros, zeros)
+    init = jax.tree.map(lambda v: vary_like(v, s), init)  # shard_map: the loop's carry varies like s
     stack, stat1, start1, top, _ = lax.fori_loop(0, 2 * n - 1, body, init)
     stack = stack.at[rows, jnp.where(top >= 1, top - 1, n)].set(jnp.stack([stat1, start1], axis=-1), mode="drop")
     stats, starts = stack[..., 0], stack[..., 1].astype(jnp.int32)
@@ -449,7 +451,7 @@ def _pav(s: jax.Array, m: jax.Array, kl: bool):
         j = jnp.where((k < m) & (k < take(starts[..., None], j)[:, 0]), j - 1, j)
         return lax.dynamic_update_index_in_dim(blk, jnp.maximum(j, 0), k, axis=1), j
 
-    blk, _ = lax.fori_loop(0, n, fill, (jnp.zeros((batch, n), jnp.int32), jnp.maximum(top - 1, 0)))
+    blk, _ = lax.fori_loop(0, n, fill, (vary_like(jnp.zeros((batch, n), jnp.int32), top), jnp.maximum(top - 1, 0)))
     pos = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32), (batch, n))
     top, m = top[:, None], m[:, None]
     start = jnp.take_along_axis(starts, blk, axis=1)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import jaxrank
-from jaxrank import ranking
+from jaxrank.ranking import _backend
 from tests.brute import over_tie_orders, reference
 
 CUTOFF_METRICS = ["precision", "recall", "average_precision", "reciprocal_rank", "success",
@@ -132,9 +132,41 @@ def test_masked_items_are_never_ranked():
     assert int(ranks.n_valid[0]) == 3
 
 
-def test_negative_zero_ties_with_zero():
-    key = ranking.sort_key(jnp.array([-0.0, 0.0]), jnp.array([True, True]))
+@pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float32, jnp.float64])
+def test_negative_zero_gets_the_key_of_zero_under_jit(dtype):
+    x = jnp.array([-0.0, 0.0, -1e-30, 1e-30], dtype)
+    key = jax.jit(_backend.sort_key)(x, jnp.ones(4, bool))
     assert int(key[0]) == int(key[1])
+    assert int(key[2]) <= int(key[0]) <= int(key[3])  # still between the nearest numbers
+
+
+@pytest.mark.parametrize("ties", ["stable", "pessimistic", "optimistic", "expected"])
+def test_negative_zero_ties_with_zero_on_the_sort_and_top_k_paths_under_jit(ties):
+    """trec_eval compares scores as doubles (-0.0 == 0.0); so must every path of the ranker:
+    the full sort (k=None) and, for the policies that use it, lax.top_k (k=3)."""
+    rng = np.random.default_rng(17)
+    scores = rng.choice(np.array([-1.0, -0.0, 0.0, 0.5]), (24, 8)).astype(np.float32)
+    labels = rng.integers(0, 3, scores.shape)
+    names = ["ndcg", "average_precision", "reciprocal_rank", "precision"]
+    ranker = jaxrank.hard(ties)
+
+    @jax.jit
+    def values(s, y):
+        return [getattr(jaxrank, name)(s, y, k=k, ranker=ranker) for name in names for k in (None, 3)]
+
+    got = values(scores, labels)
+    if ties in ("stable", "expected"):
+        assert ranker(jnp.asarray(scores), depth=3).order.shape[-1] == 3  # the top_k path
+    for b in range(len(scores)):
+        s, y = scores[b].tolist(), labels[b].tolist()  # python floats: -0.0 == 0.0
+        for (name, k), value in zip([(n, k) for n in names for k in (None, 3)], got):
+            orders = over_tie_orders(name, s, y, **({} if k is None else dict(k=k)))
+            if ties == "stable":
+                order = sorted(range(len(s)), key=lambda i: -s[i])  # sorted() is stable
+                want = reference(name, [y[i] for i in order], **({} if k is None else dict(k=k)))
+            else:
+                want = dict(expected=orders.mean(), optimistic=orders.max(), pessimistic=orders.min())[ties]
+            np.testing.assert_allclose(value[b], want, rtol=1e-5, err_msg=f"{name} k={k} row {b}")
 
 
 @pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float16, jnp.float32, jnp.float64])
@@ -149,8 +181,8 @@ def test_low_precision_scores_are_ranked_exactly(dtype):
 def test_device_sort_matches_host_sort():
     rng = np.random.default_rng(2)
     scores = rng.integers(-3, 3, (8, 50)).astype(np.float32)
-    key = ranking.sort_key(jnp.asarray(scores), jnp.asarray(rng.random((8, 50)) < 0.8))
-    np.testing.assert_array_equal(ranking._device_argsort(key), ranking._cpu_argsort(key))
+    key = _backend.sort_key(jnp.asarray(scores), jnp.asarray(rng.random((8, 50)) < 0.8))
+    np.testing.assert_array_equal(_backend._device_argsort(key), _backend._cpu_argsort(key))
 
 
 def test_precomputed_ranks_are_shared_between_metrics():
@@ -212,7 +244,7 @@ def test_expected_cascade_branches_agree():
 
 
 def test_inverse_permutation_gives_each_items_position_for_any_batch_shape():
-    from jaxrank.ranking import inverse_permutation
+    from jaxrank.ranking._backend import inverse_permutation
 
     rng = np.random.default_rng(3)
     order = np.stack([rng.permutation(7) for _ in range(6)]).reshape(2, 3, 7)
@@ -237,7 +269,7 @@ def test_float64_scores_that_differ_only_in_their_last_bits_rank_exactly():
 def test_cumsum_and_row_sum_equal_numpys_for_any_list_length(n):
     # On CPU both are matmuls over blocks: lengths with and without a block size that divides
     # them, and with a tail summed apart (97 and 1009 have no divisor in (32, 64]).
-    from jaxrank.ranking import cumsum, row_sum
+    from jaxrank.ranking._backend import cumsum, row_sum
 
     x = np.random.default_rng(n).standard_normal((3, n))
     np.testing.assert_allclose(np.asarray(cumsum(jnp.asarray(x))), np.cumsum(x, axis=-1), rtol=1e-12, atol=1e-12)
@@ -273,3 +305,38 @@ def test_prefix_sum_under_jit_and_vmap_with_padding():
     padded = jax.jit(one)(pad(scores, 9.0), pad(where, False), pad(g, 0.0), k)
     np.testing.assert_allclose(mapped, plain)
     np.testing.assert_allclose(padded, plain)
+
+
+def _host_sorts(fn, *args) -> int:
+    text = jax.jit(fn).lower(*args).compile().as_text()
+    return sum("custom-call(" in line and "callback" in line for line in text.splitlines())
+
+
+def test_metrics_called_one_by_one_in_one_jit_share_one_sort():
+    rng = np.random.default_rng(9)
+    scores, labels = rng.standard_normal((5, 300)), rng.integers(0, 3, (5, 300))
+
+    def separately(s, y):
+        return [jaxrank.precision(s, y), jaxrank.average_precision(s, y, k=100),
+                jaxrank.err(s, y), jaxrank.r_precision(s, y)]
+
+    def shared(s, y):
+        ranks = jaxrank.hard()(s, depth=None)
+        return [jaxrank.precision(s, y, ranker=ranks), jaxrank.average_precision(s, y, k=100, ranker=ranks),
+                jaxrank.err(s, y, ranker=ranks), jaxrank.r_precision(s, y, ranker=ranks)]
+
+    assert _host_sorts(separately, scores, labels) == 1
+    np.testing.assert_allclose(jax.jit(separately)(scores, labels), jax.jit(shared)(scores, labels), rtol=1e-12)
+
+
+def test_ranks_computed_inside_a_cond_branch_are_not_reused_outside_it():
+    rng = np.random.default_rng(10)
+    scores, labels = rng.standard_normal((3, 20)), rng.integers(0, 3, (3, 20))
+
+    def fn(s, y, flag):
+        inside = jax.lax.cond(flag, lambda: jaxrank.ndcg(s, y), lambda: jnp.zeros(3))
+        return inside, jaxrank.ndcg(s, y)  # the same scores again, outside the branch
+
+    inside, outside = jax.jit(fn)(scores, labels, True)
+    np.testing.assert_allclose(inside, outside)
+    np.testing.assert_allclose(outside, jaxrank.ndcg(scores, labels))
