@@ -26,15 +26,17 @@ Example:
 
 from __future__ import annotations
 
-import numbers
 import functools
+import numbers
+from collections.abc import Callable
 from functools import partial
-from typing import Callable, Literal, Optional, Union
+from typing import Literal, Optional, Union
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrank.compat._common import average_precision_over_retrieved
 from jaxrank.grouping import group_by_query
 from jaxrank.metrics import curves, ir
 from jaxrank.ranking import hard
@@ -102,13 +104,7 @@ def _scored(preds: Array, target: Array) -> Array:
 
 
 def _average_precision(preds, target, where, top_k):
-    labels = _scored(preds, target)
-    ranks = _STABLE(preds, where, depth=top_k if top_k is not None and top_k < preds.shape[-1] else None)
-    # Over the relevant items within the top k: jaxrank's AP (over all R of them) times R / hits.
-    ap = ir.average_precision(preds, labels, k=top_k, where=where, ranker=ranks)
-    hits = ir.num_rel_ret(preds, labels, k=top_k, where=where, ranker=ranks)
-    total = ir.num_rel(preds, labels, where=where)
-    return jnp.where(hits > 0, ap * total / jnp.where(hits > 0, hits, 1), 0.0)
+    return average_precision_over_retrieved(preds, _scored(preds, target), k=top_k, where=where, ranker=_STABLE)
 
 
 def _reciprocal_rank(preds, target, where, top_k):
