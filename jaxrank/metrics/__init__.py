@@ -1,8 +1,9 @@
 """Ranking metrics, each written once over :class:`jaxrank.ranking.Ranks`.
 
-Modules: :mod:`~jaxrank.metrics.ir` (the trec_eval family), :mod:`~jaxrank.metrics.curves`
-(precision-recall curve, ROC AUC), :mod:`~jaxrank.metrics.correlation` (Spearman, Kendall)
-and :mod:`~jaxrank.metrics.sets` (retrieved id sets, the PR-curve area).
+Modules: :mod:`~jaxrank.metrics.ir` (the trec_eval family), :mod:`~jaxrank.metrics.counts`
+(num_ret, num_rel, num_rel_ret), :mod:`~jaxrank.metrics.curves` (precision-recall curve,
+ROC AUC), :mod:`~jaxrank.metrics.correlation` (Spearman, Kendall) and
+:mod:`~jaxrank.metrics.sets` (retrieved id sets, the PR-curve area).
 
 Conventions shared by every metric (see ``docs/conventions.rst``):
 
@@ -23,6 +24,7 @@ Conventions shared by every metric (see ``docs/conventions.rst``):
 
 from jaxrank.metrics._common import log2_discount
 from jaxrank.metrics.correlation import kendall_tau, spearman
+from jaxrank.metrics.counts import num_rel, num_rel_ret, num_ret
 from jaxrank.metrics.curves import (
     precision_recall_curve,
     recall_at_fixed_precision,
@@ -35,9 +37,6 @@ from jaxrank.metrics.ir import (
     err,
     fallout,
     ndcg,
-    num_rel,
-    num_rel_ret,
-    num_ret,
     precision,
     r_precision,
     rbp,
