@@ -19,7 +19,8 @@ import gc
 import os
 import sys
 import threading
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 
 class _UsageError(Exception):

@@ -20,9 +20,10 @@ import json
 import math
 import os
 import threading
+from collections.abc import Iterable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Iterable, Optional, Union
+from typing import Any, Optional, Union
 
 import jax
 import numpy as np
@@ -189,7 +190,7 @@ def format_values(v: np.ndarray) -> list[str]:
         if math.isnan(x):
             out[i] = "  -nan"
         else:
-            out[i] = "%6.4f" % x
+            out[i] = "%6.4f" % x  # noqa: UP031 - trec_eval's printf format
     return out
 
 
@@ -227,7 +228,7 @@ def _pad(a: np.ndarray, rows: int, cols: int, fill) -> np.ndarray:
 
 # Compiled computations, by (plan, queries, n, m): futures, so that a compilation started in
 # the background (see _speculate) is waited for, never repeated.
-_EXECUTABLES: "collections.OrderedDict[tuple, Future]" = collections.OrderedDict()
+_EXECUTABLES: collections.OrderedDict[tuple, Future] = collections.OrderedDict()
 _EXECUTABLES_LOCK = threading.Lock()
 _EXECUTABLES_KEPT = 16
 
@@ -383,8 +384,10 @@ def report(
     judged_only: bool = False,
     num_docs: int = 0,
     version: str = "10",
+    queries: Optional[str] = None,
 ) -> Report:
     """Evaluate and keep everything: see :func:`evaluate` for the arguments."""
+    complete = _complete(queries, complete)
     if version not in ("9", "10"):
         raise ValueError(f"version must be '10' or '9', got {version!r}")
     if max_docs is not None and max_docs < 0:
@@ -435,6 +438,20 @@ def report(
     return Report(qids=qids, columns=columns, values=values, summary=summary)
 
 
+QUERY_SETS = ("run", "qrels")
+
+
+def _complete(queries: Optional[str], complete: bool) -> bool:
+    """``complete`` from the ``queries`` choice (``"qrels"`` is ``complete=True``)."""
+    if queries is None:
+        return bool(complete)
+    if queries not in QUERY_SETS:
+        raise ValueError(f"queries must be one of {QUERY_SETS}, got {queries!r}")
+    if complete and queries == "run":
+        raise ValueError("queries='run' contradicts complete=True (which is queries='qrels')")
+    return queries == "qrels"
+
+
 def _aggregate(column: Column, v, n_q: int, run: trec.Run, complete: bool, positive):
     if column.agg == "runid":
         return run.tag
@@ -463,6 +480,7 @@ def evaluate(
     num_docs: int = 0,
     version: str = "10",
     as_frame: bool = False,
+    queries: Optional[str] = None,
 ):
     """Evaluate a run against qrels, as trec_eval does.
 
@@ -486,6 +504,12 @@ def evaluate(
             pytrec_eval: different recall cutoffs in ``iprec_at_recall``/``11pt_avg``,
             scores compared as float32).
         as_frame: return a pandas DataFrame (queries and ``all`` as rows, measures as columns).
+        queries: which queries are evaluated and averaged. ``"run"`` (the default, plain
+            trec_eval): the qrels' queries that the run has; run queries without judgments
+            are skipped, and so are qrels queries without results (where trec_eval stops
+            with exit status 4). ``"qrels"`` (``trec_eval -c``, ir_measures, ranx): every
+            query of the qrels, those missing from the run scoring 0; the same as
+            ``complete=True``.
 
     Returns:
         ``{measure: value}`` over all queries; with ``per_query``,
@@ -504,10 +528,15 @@ def evaluate(
         >>> values = jaxrank.evaluate(qrels, run, ["map", "P.2", "nDCG@2"])
         >>> {name: round(value, 4) for name, value in values.items()}
         {'map': 0.8333, 'P_2': 0.5, 'nDCG@2': 0.6131}
+        >>> qrels["q2"] = {"d1": 1}  # a query the run lacks
+        >>> jaxrank.evaluate(qrels, run, "map")["map"] == values["map"]  # skipped
+        True
+        >>> round(jaxrank.evaluate(qrels, run, "map", queries="qrels")["map"], 4)  # scores 0
+        0.4167
     """
     rep = report(
         qrels, run, measures, complete=complete, max_docs=max_docs, rel_level=rel_level,
-        judged_only=judged_only, num_docs=num_docs, version=version,
+        judged_only=judged_only, num_docs=num_docs, version=version, queries=queries,
     )
     if as_frame:
         return rep.to_frame(per_query)

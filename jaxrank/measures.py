@@ -36,7 +36,8 @@ import dataclasses
 import difflib
 import functools
 import re
-from typing import Any, Callable, Iterable, Optional, Union
+from collections.abc import Callable, Iterable
+from typing import Any, Optional, Union
 
 import jax
 import jax.numpy as jnp
@@ -483,8 +484,57 @@ def measure_names() -> list[str]:
     return list(_TREC) + list(_NICKNAMES) + list(_IR) + list(_IR_ALIASES)
 
 
+def _by_lower(names: Iterable[str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for n in names:
+        out.setdefault(n.lower(), []).append(n)
+    return out
+
+
+def _ir_target(name: str) -> tuple[str, tuple]:
+    base, implied = _IR_ALIASES.get(name, (name, {}))
+    return base, tuple(sorted(implied.items()))
+
+
+def _respelled(text: str) -> Optional[str]:
+    """``text`` in jaxrank's spelling when it differs from an accepted measure only in case
+    or separator and names one measure: ``ndcg@10`` -> ``nDCG@10``, ``NDCG_CUT.10`` and
+    ``ndcg_cut_10`` (trec_eval's printed name) -> ``ndcg_cut.10``; else None."""
+    head, tail = re.fullmatch(r"([^.(@]*)(.*)", text, re.S).groups()
+    if tail[:1] in ("(", "@"):
+        names = _by_lower(list(_IR) + list(_IR_ALIASES)).get(head.lower(), [])
+        return names[0] + tail if len({_ir_target(n) for n in names}) == 1 else None
+    trec = _by_lower(list(_TREC) + list(_NICKNAMES))
+    if len(trec.get(head.lower(), [])) == 1:
+        return trec[head.lower()][0] + tail
+    ir = _by_lower(list(_IR) + list(_IR_ALIASES)).get(text.lower(), [])
+    if len({_ir_target(n) for n in ir}) == 1:
+        return ir[0]
+    printed = re.fullmatch(r"(\w+?)_(\d+(?:\.\d+)?)", text)  # a cutoff measure's printed name
+    if printed:
+        names = [n for n in trec.get(printed[1].lower(), []) if _TREC.get(n, ("",))[0] in ("lcut", "dcut")]
+        if len(names) == 1:
+            return f"{names[0]}.{printed[2]}"
+    return None
+
+
+def _cutoff_spellings(text: str) -> list[str]:
+    """ir_measures and trec_eval spellings of ``name<sep>k`` (``ndcg_10``: ``nDCG@10``,
+    ``ndcg_cut.10``)."""
+    m = re.fullmatch(r"(\w+?)[_.@](\d+)", text)
+    if not m:
+        return []
+    head, k = m[1].lower(), m[2]
+    ir = [n for n in list(_IR) if n.lower() == head and _IR[n].at == "cutoff"]
+    trec = [n for n in _TREC if n.lower() in (head, head + "_cut") and _TREC[n][0] == "lcut"]
+    return [f"{n}@{k}" for n in ir] + [f"{n}.{k}" for n in trec]
+
+
 def _unknown(text: str) -> str:
     head = re.split(r"[.(@]", text.strip(), maxsplit=1)[0]
+    spelled = _cutoff_spellings(text.strip())
+    if spelled:
+        return f"unknown measure {text.strip()!r}; did you mean {', '.join(spelled)}?"
     close = difflib.get_close_matches(head, measure_names(), n=4, cutoff=0.5)
     if not close:
         close = difflib.get_close_matches(head.lower(), [n.lower() for n in measure_names()], n=4)
@@ -522,6 +572,11 @@ def parse_measures(strings: Union[str, Iterable[str], None]) -> tuple[Measure, .
         if not s:
             raise MeasureError("empty measure name")
         name, dot, params = s.partition(".")
+        if name not in _NICKNAMES and name not in _TREC and name not in _TREC_UNSUPPORTED:
+            head = re.split(r"[.(@]", s, maxsplit=1)[0].strip()
+            if head not in _IR and head not in _IR_ALIASES:
+                s = _respelled(s) or s
+                name, dot, params = s.partition(".")
         if name in _NICKNAMES or name in _TREC:
             if dot and not params:
                 raise MeasureError(f"{s!r}: nothing after the '.'")
@@ -734,9 +789,17 @@ def _rr_cut(ctx, m):
     return ctx.metric(metrics.reciprocal_rank, rel=ctx.level(m), k=list(m.cuts))
 
 
+def _over_cutoffs(ctx, labels, level, cuts):
+    """Hits in the top k over k, for each cutoff k, divided as trec_eval divides: XLA would
+    fold a division by constants into the weights of the hit count (18 x 0.001 is not
+    18 / 1000), so the divisor is made data-dependent."""
+    hits = ctx.metric(metrics.num_rel_ret, labels=labels, rel=level, k=list(cuts))
+    return hits / jnp.where(hits >= 0, jnp.asarray(cuts, ctx.fdtype), 1.0)
+
+
 @_family("P")
 def _precision(ctx, m):
-    return ctx.metric(metrics.precision, rel=ctx.level(m), k=list(m.cuts))
+    return _over_cutoffs(ctx, None, ctx.level(m), m.cuts)
 
 
 @_family("recall")
@@ -809,8 +872,7 @@ def _num_nonrel_judged_ret(ctx, m):
 
 @_family("unj")
 def _unj(ctx, m):
-    flags = (ctx.rr < 0).astype(ctx.fdtype)
-    return ctx.metric(metrics.precision, labels=flags, rel=1, k=list(m.cuts))
+    return _over_cutoffs(ctx, (ctx.rr < 0).astype(ctx.fdtype), 1, m.cuts)
 
 
 @_family("judged")
@@ -821,14 +883,20 @@ def _judged(ctx, m):
     return out if m.cuts else _col(out)
 
 
+def _whole(ctx) -> int:
+    """A cutoff that keeps both the whole list and every judgment."""
+    return max(ctx.n, ctx.m)
+
+
 def _ndcg_rels(ctx):
     """trec_eval's ``ndcg`` and ``ndcg_cut`` (gains are the rels), ``{k: [Q]}``: one
     :func:`metrics.ndcg` call for every cutoff of the plan and the whole list (``k = n``),
-    so that the judgments are put in their ideal order once."""
+    so that the judgments are put in their ideal order once. The whole list's key is
+    ``max(n, m)``: the ideal DCG counts every judged document, also past the run's end."""
 
     def build():
         cuts = {k for m in ctx.plan.measures if m.family == "ndcg_cut" and not m.pairs for k in m.cuts}
-        ks = sorted(cuts | {ctx.n})
+        ks = sorted(cuts | {_whole(ctx)})
         values = ctx.metric(metrics.ndcg, judged=True, k=ks, ideal_ranks=ctx.ideal_ranks(()))
         return {k: values[..., i] for i, k in enumerate(ks)}
 
@@ -854,7 +922,7 @@ def _ndcg_gains(ctx, pairs, k):
 @_family("ndcg")
 def _ndcg(ctx, m):
     if not m.pairs:
-        return _col(_ndcg_rels(ctx)[ctx.n])
+        return _col(_ndcg_rels(ctx)[_whole(ctx)])
     return _col(_ndcg_gains(ctx, m.pairs, None))
 
 

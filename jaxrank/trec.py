@@ -695,7 +695,7 @@ def _from_file(path: Path, spec: _Spec) -> _Entries:
     code_type = np.int32 if qid_names.size < 2**31 else np.int64
     qids = np.repeat(head_codes.astype(code_type), np.concatenate(head_lens))
     starts = np.cumsum([0] + [n for n, _ in lines])
-    blocks_lines = [l for _, l in lines]
+    blocks_lines = [line for _, line in lines]
 
     def line_of(i: int) -> int:
         k = int(np.searchsorted(starts, i, side="right")) - 1

@@ -139,3 +139,19 @@ def test_ir_measures_strings_in_trec_format(capsys):
     lines = dict(line.split("\tall\t") for line in out.splitlines())
     assert lines["P_10                  "] == lines["P@10                  "] == "0.3000"
     assert lines["nDCG@10               "] == lines["ndcg_cut_10           "] == "0.3016"
+
+
+@pytest.mark.parametrize("measure, suggested", [("ndcg_10", "nDCG@10, ndcg_cut.10"), ("ndcg_cut@5", "ndcg_cut.5")])
+def test_cutoff_spelled_ambiguously_suggests_both_conventions(capsys, files, measure, suggested):
+    q, r = files()
+    status, out, err = run_cli(capsys, "-m", measure, q, r)
+    assert (status, out) == (1, "")
+    assert err == f"jaxrank: unknown measure {measure!r}; did you mean {suggested}?\n"
+
+
+def test_case_and_separator_variants_are_accepted_where_unambiguous(capsys, files):
+    q, r = files()
+    canonical = ["-m", "nDCG@2", "-m", "ndcg_cut.2", "-m", "P.1", "-m", "recall.3"]
+    variants = ["-m", "ndcg@2", "-m", "NDCG_CUT.2", "-m", "P_1", "-m", "RECALL_3"]
+    assert run_cli(capsys, *canonical, q, r)[:2] == run_cli(capsys, *variants, q, r)[:2] == (0, run_cli(capsys, *canonical, q, r)[1])
+    assert "nDCG@2" in run_cli(capsys, "-m", "ndcg@2", q, r)[1]

@@ -12,14 +12,14 @@ from trec_eval 10.0, which the reference outputs of test_trec_eval_outputs.py pi
 
 import importlib
 import math
+import subprocess
 
 import numpy as np
 import pytest
+import pytrec_eval
 
 import jaxrank
 from jaxrank.measures import MeasureError, parse_measures
-
-pytrec_eval = pytest.importorskip("pytrec_eval")
 
 
 def random_data(seed, n_queries=20, ties=True, numeric_qids=False):
@@ -103,7 +103,7 @@ GDEVAL = {"nDCG(dcg='exp-log2')@10", "ERR@20"}
 
 
 def test_agrees_with_ir_measures():
-    ir_measures = pytest.importorskip("ir_measures")
+    import ir_measures
     # numeric qids for gdeval; no tied scores: ir_measures' msmarco and judged providers
     # break ties by docno ascending, trec_eval (and jaxrank) by docno descending
     qrels, run = random_data(2, ties=False, numeric_qids=True)
@@ -202,7 +202,7 @@ def test_inputs_and_outputs():
     qrels, run = random_data(5)
     records_q = [(q, d, r) for q, docs in qrels.items() for d, r in docs.items()]
     records_r = [(q, d, s) for q, docs in run.items() for d, s in docs.items()]
-    pd = pytest.importorskip("pandas")
+    import pandas as pd
     frame_q = pd.DataFrame(records_q, columns=["query_id", "doc_id", "relevance"])
     frame_r = pd.DataFrame(records_r, columns=["query_id", "doc_id", "score"])
     a = jaxrank.evaluate(qrels, run, ["map", "P.5", "nDCG@10"])
@@ -222,7 +222,8 @@ def test_inputs_and_outputs():
 def test_judgments_are_put_in_ideal_order_once_per_gain_map():
     # nDCG (inside metrics.ndcg), ndcg_cut, G and Rndcg share the ideal ordering of the judgments;
     # a gain map has its own. On CPU every exact ranking is one host callback.
-    jax = pytest.importorskip("jax")
+    import jax
+
     from jaxrank.measures import Plan, _stage_sort
 
     def sorts(names):
@@ -236,3 +237,96 @@ def test_judgments_are_put_in_ideal_order_once_per_gain_map():
     assert sorts(["ndcg", "ndcg_cut.5,10", "G", "Rndcg", "ndcg_rel"]) == 2  # the run, the judgments
     assert sorts(["ndcg", "nDCG(dcg='exp-log2')@10", "G"]) == 2
     assert sorts(["ndcg", "G", "nDCG(gains={0:0,1:1,2:5})@10"]) == 3  # + the order by the mapped gains
+
+
+def _signed_zero_data(seed):
+    """:func:`random_data` with scores rounded to one decimal: ties, and ``-0.0`` beside ``0.0``."""
+    rng = np.random.default_rng(seed)
+    qrels, run = random_data(seed, numeric_qids=True)
+    run = {q: {d: float(np.round(0.3 * rng.standard_normal(), 1)) for d in docs} for q, docs in run.items()}
+    assert sum(str(s) == "-0.0" for docs in run.values() for s in docs.values()) >= 5
+    return qrels, run
+
+
+def test_negative_zero_ties_zero_as_in_pytrec_eval():
+    qrels, run = _signed_zero_data(6)
+    unsigned = {q: {d: s + 0.0 for d, s in docs.items()} for q, docs in run.items()}  # -0.0 + 0.0 = 0.0
+    want = pytrec_eval.RelevanceEvaluator(qrels, set(PYTREC_MEASURES)).evaluate(run)
+    got = jaxrank.evaluate(qrels, run, PYTREC_MEASURES, per_query=True, version="9")
+    assert got == jaxrank.evaluate(qrels, unsigned, PYTREC_MEASURES, per_query=True, version="9")
+    bad = [(q, n, got["per_query"][q][n], v) for q, values in want.items() for n, v in values.items()
+           if n not in SUMMARY_ONLY and not close(float(got["per_query"][q][n]), v, 1e-9)]
+    assert not bad, bad[:10]
+
+
+def test_negative_zero_ties_zero_as_in_ir_measures():
+    import ir_measures
+
+    qrels, run = _signed_zero_data(7)
+    names = ["AP", "nDCG", "Bpref", "infAP", "ERR@20", "nDCG@10", "RR"]
+    got = jaxrank.evaluate(qrels, run, names, per_query=True)
+    for s in names:
+        for metric in ir_measures.iter_calc([ir_measures.parse_measure(s)], qrels, run):
+            if metric.query_id in got["per_query"]:
+                tol = 1e-5 if s == "ERR@20" else 1e-9  # gdeval prints 5 decimals
+                assert close(got["per_query"][metric.query_id][s], float(metric.value), tol), (s, metric)
+
+
+def test_query_set_choice_follows_trec_eval_or_ir_measures(trec_eval_binary, tmp_path):
+    """``queries="run"``: plain trec_eval (qrels queries without results skipped);
+    ``queries="qrels"``: ``trec_eval -c`` and ir_measures (they score 0)."""
+    import ir_measures
+
+    qrels, run = random_data(8)
+    assert set(qrels) - set(run) and set(run) - set(qrels)
+    names = ["map", "ndcg_cut.10", "P.5", "recip_rank"]
+    by_run = jaxrank.evaluate(qrels, run, names, queries="run")
+    by_qrels = jaxrank.evaluate(qrels, run, names, queries="qrels")
+    assert by_run == jaxrank.evaluate(qrels, run, names)  # the default
+    assert by_qrels == jaxrank.evaluate(qrels, run, names, complete=True)
+    both = set(qrels) & set(run)
+    for s, name in [("AP", "map"), ("nDCG@10", "ndcg_cut_10"), ("P@5", "P_5"), ("RR", "recip_rank")]:
+        want = ir_measures.calc_aggregate([ir_measures.parse_measure(s)], qrels, run)
+        assert close(by_qrels[name], float(next(iter(want.values())))), s
+        assert close(by_run[name], by_qrels[name] * len(qrels) / len(both)), s
+    # trec_eval: -c on every qrels query; without -c on the qrels of the run's queries (it
+    # stops with exit status 4 when a qrels query has no results)
+    lines = lambda d, fmt: "".join(fmt(q, k, v) for q in sorted(d) for k, v in d[q].items())  # noqa: E731
+    (tmp_path / "run").write_text(lines(run, lambda q, d, s: f"{q} Q0 {d} 0 {s!r} t\n"))
+    (tmp_path / "qrels").write_text(lines(qrels, lambda q, d, r: f"{q} 0 {d} {r}\n"))
+    (tmp_path / "kept").write_text(lines({q: qrels[q] for q in both}, lambda q, d, r: f"{q} 0 {d} {r}\n"))
+    for qrels_file, flags, mine in [("qrels", ["-c"], by_qrels), ("kept", [], by_run)]:
+        args = [str(trec_eval_binary), *flags, "-m", "map", "-m", "ndcg_cut.10", "-m", "P.5",
+                "-m", "recip_rank", str(tmp_path / qrels_file), str(tmp_path / "run")]
+        out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+        for line in out.splitlines():
+            name, _, value = line.split()
+            assert f"{mine[name]:.4f}" == value, (flags, name)
+    missing = {q: qrels[q] for q in list(set(qrels) - set(run))[:1]}
+    trec_eval_stops = subprocess.run([str(trec_eval_binary), str(tmp_path / "qrels"), str(tmp_path / "run")],
+                                     capture_output=True, check=False)
+    assert trec_eval_stops.returncode == 4 and missing
+
+
+@pytest.mark.parametrize("queries, complete", [("all", False), ("run", True), ("QRELS", False)])
+def test_bad_query_set_is_a_value_error(queries, complete):
+    with pytest.raises(ValueError, match="queries"):
+        jaxrank.evaluate({"a": {"d": 1}}, {"a": {"d": 1.0}}, ["map"], queries=queries, complete=complete)
+
+
+@pytest.mark.parametrize(
+    "variant, canonical",
+    [("ndcg@10", "nDCG@10"), ("Ndcg(dcg='exp-log2')@5", "nDCG(dcg='exp-log2')@5"), ("map@100", "AP@100"),
+     ("rr", "RR"), ("NDCG_CUT.10", "ndcg_cut.10"), ("ndcg_cut_10", "ndcg_cut.10"), ("P_5", "P.5"),
+     ("iprec_at_recall_0.10", "iprec_at_recall.0.1"), ("ALL_TREC", "all_trec")],
+)
+def test_case_and_separator_variants_name_the_same_measure(variant, canonical):
+    assert [m.family for m in parse_measures([variant])] == [m.family for m in parse_measures([canonical])]
+    assert [m.cuts for m in parse_measures([variant])] == [m.cuts for m in parse_measures([canonical])]
+
+
+def test_ambiguous_cutoff_spelling_suggests_ir_measures_and_trec_eval_names():
+    with pytest.raises(MeasureError, match=r"did you mean nDCG@10, ndcg_cut\.10\?"):
+        parse_measures(["ndcg_10"])
+    with pytest.raises(MeasureError, match=r"did you mean nDCG@5, ndcg_cut\.5\?"):
+        parse_measures(["NDCG_5"])

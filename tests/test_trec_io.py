@@ -264,7 +264,7 @@ def test_ties_break_by_docno_descending_bytes(tmp_path):
 
 
 def test_tie_order_agrees_with_pytrec_eval():
-    pytrec_eval = pytest.importorskip("pytrec_eval")
+    import pytrec_eval
     qrels = {"q": {"a": 1, "b": 0, "B": 0}}
     run = {"q": {"a": 1.0, "b": 1.0, "B": 1.0}}
     expected = pytrec_eval.RelevanceEvaluator(qrels, {"P_1", "recip_rank"}).evaluate(run)["q"]
@@ -297,7 +297,7 @@ def test_rank_field_and_line_order_do_not_matter(tmp_path):
 
 
 def test_ranking_matches_pytrec_eval_on_a_tied_random_run(tmp_path):
-    pytrec_eval = pytest.importorskip("pytrec_eval")
+    import pytrec_eval
     rng = np.random.default_rng(3)
     qrels, run = {}, {}
     for q in range(30):
@@ -369,7 +369,7 @@ def test_judged_only_drops_documents_not_judged(small):
 
 
 def test_judged_only_agrees_with_pytrec_eval():
-    pytrec_eval = pytest.importorskip("pytrec_eval")
+    import pytrec_eval
     qrels_dict, run_dict = simple_dicts(TREC_EVAL / "qrels.test", TREC_EVAL / "results.test")
     measures = {"num_ret", "num_rel_ret", "P_10", "recip_rank"}
     evaluator = pytrec_eval.RelevanceEvaluator(qrels_dict, measures, judged_docs_only_flag=True)
@@ -410,7 +410,7 @@ def test_arrays_are_read_only(small):
 
 
 def test_dicts_records_and_dataframes_give_the_same_batch_as_files(tmp_path, small):
-    ir_measures = pytest.importorskip("ir_measures")
+    import ir_measures
     from ir_measures.util import Qrel, ScoredDoc
 
     qrels_dict, run_dict = simple_dicts(tmp_path / "q", tmp_path / "r")
@@ -426,7 +426,7 @@ def test_dicts_records_and_dataframes_give_the_same_batch_as_files(tmp_path, sma
         ),
         expected,
     )
-    pd = pytest.importorskip("pandas")
+    import pandas as pd
     qrels_df, run_df = pd.DataFrame(qrels_records), pd.DataFrame(run_records)
     assert_same(to_batch(read_qrels(qrels_df), read_run(run_df)), expected)
 
@@ -544,7 +544,7 @@ def counts(batch: Batch) -> dict[str, dict[str, int]]:
 @pytest.mark.parametrize("qrels_name", ["qrels.test", "qrels.rel_level"])
 @pytest.mark.parametrize("run_name", ["results.test", "results.trunc"])
 def test_reference_files_count_like_pytrec_eval(qrels_name, run_name):
-    pytrec_eval = pytest.importorskip("pytrec_eval")
+    import pytrec_eval
     qrels_dict, run_dict = simple_dicts(TREC_EVAL / qrels_name, TREC_EVAL / run_name)
     measures = {"num_ret", "num_rel", "num_rel_ret", "recip_rank", "P_10", "P_100"}
     expected = pytrec_eval.RelevanceEvaluator(qrels_dict, measures).evaluate(run_dict)
@@ -613,7 +613,7 @@ def load_generator():
 
 
 def test_generated_files_evaluate_like_pytrec_eval(tmp_path):
-    pytrec_eval = pytest.importorskip("pytrec_eval")
+    import pytrec_eval
     gen = load_generator()
     run_path = gen.generate_run(tmp_path / "g.run", n_queries=40, n_docs=150, seed=1)
     qrels_path = gen.generate_qrels(tmp_path / "g.qrels", 40, 60, seed=1, n_docs=150, unjudged=0.1)

@@ -1,0 +1,174 @@
+"""``jaxrank eval`` against trec_eval's C binary, byte for byte, on generated inputs.
+
+Random qrels and runs -- tied scores, ``-0.0`` beside ``0.0``, graded and ``-1`` labels,
+queries missing on either side, runs shorter and longer than the relevant sets -- each
+evaluated under a set of trec_eval's flags. The binary is built from ``../shared/ref``
+by the ``trec_eval_binary`` fixture (tests/conftest.py); jaxrank runs in-process.
+
+Without ``-c``, trec_eval stops (exit status 4) when a qrels query has no results;
+jaxrank skips such queries instead, so there its output is compared with trec_eval's on
+the qrels of the run's queries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from jaxrank.cli import main
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec_eval"
+
+# trec_eval's flags; every set is run on every generated case
+FLAGS = (
+    ["-q"],
+    ["-q", "-c"],
+    ["-q", "-M3"],
+    ["-q", "-c", "-M7"],
+    ["-q", "-J"],
+    ["-q", "-c", "-J", "-M5"],
+    ["-q", "-c", "-l2", "-N", "300"],
+    ["-n", "-q", "-c", "-M1"],
+    ["-c"],
+    ["-q", "-M40", "-J"],
+)
+# parameterised measures (gain maps, cutoffs past the runs' ends), under one more flag set
+PARAMETERISED = [
+    "-m", "ndcg.1=3,2=9", "-m", "ndcg_cut.3,100", "-m", "Rndcg.1=2", "-m", "ndcg_rel.2=5,1=0",
+    "-m", "G.2=4", "-m", "11pt_avg..25,.5,.75", "-m", "Rprec_mult.0.5,2", "-m", "map_cut.5,100",
+    "-m", "rbp.p=0.8,2=3", "-m", "recall.3,200",
+]
+PARAMETERISED_FLAGS = ["-q", "-c", "-M9"]
+N_CASES = 30  # x len(FLAGS) comparisons
+QIDS = ("1", "2", "9", "10", "11", "q3", "q20", "7a")
+
+
+def _score(rng: np.random.Generator, mode: int) -> str:
+    if mode == 0:  # one decimal: ties, and -0.0 for ~4% of lines
+        return repr(float(np.round(rng.standard_normal(), 1)))
+    if mode == 1:  # few distinct values: long ties
+        return str(int(rng.integers(-2, 3)))
+    return repr(float(rng.standard_normal()))
+
+
+def _case(rng: np.random.Generator) -> tuple[str, str]:
+    """A random (qrels text, run text); at least one query is on both sides."""
+    qids = list(rng.choice(QIDS, size=int(rng.integers(1, 7)), replace=False))
+    sides = rng.random((len(qids), 2)) < 0.85
+    sides[0] = True
+    qrels, run = [], []
+    for q, (in_qrels, in_run) in zip(qids, sides):
+        pool = [f"d{j}" for j in rng.permutation(80)[: int(rng.integers(1, 40))]]
+        if in_qrels:
+            labels = rng.choice([-1, 0, 0, 1, 1, 2, 3], size=len(pool))
+            qrels += [f"{q} 0 {d} {y}" for d, y in zip(pool, labels)]
+        if in_run:
+            extra = [f"u{j}" for j in range(int(rng.integers(0, 25)))]
+            docs = list(rng.permutation(pool + extra))
+            depth = int(rng.choice([1, 2, 4, len(docs) // 2 + 1, len(docs)]))
+            mode = int(rng.integers(0, 3))
+            run += [f"{q} Q0 {d} {i} {_score(rng, mode)} tag" for i, d in enumerate(docs[:depth])]
+    rng.shuffle(run)  # the reader must order the lines itself
+    return "\n".join(qrels) + "\n", "\n".join(run) + "\n"
+
+
+def _trec_eval(binary: Path, args: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run([str(binary), *args], capture_output=True, check=False)
+
+
+def _jaxrank(args: list[str]) -> tuple[int, bytes]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(["eval", *args])
+    assert status == 0, err.getvalue()
+    return status, out.getvalue().encode()
+
+
+def _first_diffs(got: bytes, want: bytes) -> list:
+    g, w = got.decode().splitlines(), want.decode().splitlines()
+    return [(i, a, b) for i, (a, b) in enumerate(zip(g, w)) if a != b][:4] + [(len(g), len(w))]
+
+
+def _compare(binary: Path, tmp: Path, qrels: str, run: str, flags: list[str], measures: list[str]) -> None:
+    qrels_path, run_path = tmp / "qrels", tmp / "run"
+    qrels_path.write_text(qrels)
+    run_path.write_text(run)
+    args = [*measures, *flags, str(qrels_path), str(run_path)]
+    want = _trec_eval(binary, args)
+    if want.returncode == 4 and "-c" not in flags:  # a qrels query without results
+        run_qids = {line.split()[0] for line in run.splitlines() if line.strip()}
+        kept = "".join(line + "\n" for line in qrels.splitlines() if line.split()[0] in run_qids)
+        (tmp / "qrels.kept").write_text(kept)
+        want = _trec_eval(binary, [*measures, *flags, str(tmp / "qrels.kept"), str(run_path)])
+    assert want.returncode == 0, want.stderr.decode()
+    _, got = _jaxrank(args)
+    assert got == want.stdout, (flags, _first_diffs(got, want.stdout))
+
+
+@pytest.fixture(scope="module")
+def widest_case_compiled(trec_eval_binary, tmp_path_factory):
+    """Compile once for the widest generated batch: later cases are padded to that shape
+    (``jaxrank.evaluate`` reuses a compiled shape that fits), so the cases cost no compilation."""
+    tmp = tmp_path_factory.mktemp("widest")
+    qrels = "".join(f"{q} 0 d{j} 1\n" for q in QIDS for j in range(48))
+    run = "".join(f"{q} Q0 {d}{j} 0 {-j} t\n" for q in QIDS for d in "du" for j in range(40))
+    for flags in (["-q"], ["-q", "-c", "-l2", "-N", "300"]):
+        _compare(trec_eval_binary, tmp, qrels, run, flags, ["-m", "all_trec"])
+    _compare(trec_eval_binary, tmp, qrels, run, PARAMETERISED_FLAGS, PARAMETERISED)
+
+
+@pytest.mark.parametrize("seed", range(N_CASES))
+def test_generated_case_matches_trec_eval_under_every_flag_set(widest_case_compiled, trec_eval_binary, tmp_path, seed):
+    qrels, run = _case(np.random.default_rng(seed))
+    for flags in FLAGS:
+        _compare(trec_eval_binary, tmp_path, qrels, run, flags, ["-m", "all_trec"])
+    _compare(trec_eval_binary, tmp_path, qrels, run, PARAMETERISED_FLAGS, PARAMETERISED)
+
+
+def test_rounded_scores_with_negative_zero_match_trec_eval(widest_case_compiled, trec_eval_binary, tmp_path):
+    """Scores ``round(normal, 1)``: ``-0.0`` ties ``0.0``, and docno breaks the tie."""
+    rng = np.random.default_rng(11)
+    qrels, run = [], []
+    for q in range(8):
+        docs = [f"d{i}" for i in range(int(rng.integers(20, 80)))]
+        qrels += [f"q{q} 0 {d} {rng.integers(-1, 3)}" for d in docs if rng.random() < 0.5]
+        run += [f"q{q} Q0 {d} {r} {float(np.round(rng.standard_normal(), 1))!r} t"
+                for r, d in enumerate(docs) if rng.random() < 0.8]
+    run_text = "\n".join(run) + "\n"
+    assert run_text.count(" -0.0 ") > 5
+    _compare(trec_eval_binary, tmp_path, "\n".join(qrels) + "\n", run_text, ["-q"], ["-m", "all_trec"])
+
+
+def test_one_short_query_counts_every_relevant_document_in_the_ideal(trec_eval_binary, tmp_path):
+    """4 retrieved (3 relevant) for 26 relevant: the ideal DCG runs past the run's end."""
+    qrels = "".join(f"7 0 r{i:02d} 1\n" for i in range(26)) + "7 0 n1 0\n"
+    run = "7 Q0 r00 1 4.0 t\n7 Q0 n1 2 3.0 t\n7 Q0 r01 3 2.0 t\n7 Q0 r02 4 1.0 t\n"
+    _compare(trec_eval_binary, tmp_path, qrels, run, ["-q"], ["-m", "all_trec"])
+
+
+@pytest.mark.parametrize("flags", [["-q", "-c", "-J"], ["-q", "-c", "-M50"], ["-q", "-c", "-M10", "-J"]])
+def test_truncated_trec_eval_run_matches_under_cutoffs(trec_eval_binary, flags):
+    args = ["-m", "all_trec", *flags, str(DATA / "qrels.test"), str(DATA / "results.trunc")]
+    want = _trec_eval(trec_eval_binary, args)
+    assert want.returncode == 0, want.stderr.decode()
+    _, got = _jaxrank(args)
+    assert got == want.stdout, _first_diffs(got, want.stdout)
+
+
+def test_summary_mean_is_a_sequential_sum_in_query_order(trec_eval_binary, tmp_path):
+    """P_20 = .10 .35 .20 .25 .25 .05 .05 0 over 8 queries: exactly 0.15625, printed 0.1562."""
+    qrels, run = [], []
+    for i, hits in enumerate([2, 7, 4, 5, 5, 1, 1, 0]):
+        q = f"q{i}"
+        qrels.append(f"{q} 0 r0 1" if hits == 0 else "")
+        qrels += [f"{q} 0 r{j} 1" for j in range(hits)]
+        run += [f"{q} Q0 {'r' if j < hits else 'n'}{j} {j} {-j} t" for j in range(20)]
+    qrels_text = "\n".join(line for line in qrels if line) + "\n"
+    _compare(trec_eval_binary, tmp_path, qrels_text, "\n".join(run) + "\n", ["-q"],
+             ["-m", "P.20", "-m", "unj.20"])
+    assert "0.1562" in _jaxrank(["-m", "P.20", str(tmp_path / "qrels"), str(tmp_path / "run")])[1].decode()
