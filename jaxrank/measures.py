@@ -303,33 +303,88 @@ def _trec_measure(name: str, params: Optional[str]) -> Measure:
 _REQ = object()  # a required parameter
 
 
+def _fixed(family: str) -> Callable[[dict, str], tuple]:
+    """A measure computed by one trec family whatever its parameters."""
+    return lambda p, text: (family, {})
+
+
+def _by_cutoff(whole: str, cut: str) -> Callable[[dict, str], tuple]:
+    """``whole`` without a cutoff, ``cut`` with one."""
+    return lambda p, text: (whole if p["cutoff"] is None else cut, {})
+
+
+def _ndcg_spec(p: dict, text: str) -> tuple:
+    gains, pairs = p["gains"], ()
+    if gains is not None:
+        if not isinstance(gains, dict) or not all(
+            isinstance(k, int) and isinstance(v, (int, float)) for k, v in gains.items()
+        ):
+            raise MeasureError(f"{text!r}: gains must be a dict of int -> number")
+        pairs = tuple((str(k), float(v)) for k, v in gains.items())
+    if p["dcg"] == "exp-log2":
+        if pairs:
+            raise MeasureError(f"{text!r}: gains cannot be combined with dcg='exp-log2'")
+        return "ndcg_exp", {}
+    if p["dcg"] != "log2":
+        raise MeasureError(f"{text!r}: dcg must be 'log2' or 'exp-log2'")
+    return ("ndcg" if p["cutoff"] is None else "ndcg_cut"), {"pairs": pairs}
+
+
+def _iprec_spec(p: dict, text: str) -> tuple:
+    recall = p["recall"]
+    if isinstance(recall, bool) or not isinstance(recall, (int, float)):
+        raise MeasureError(f"{text!r}: the recall level must be a number")
+    return "iprec_at_recall", {"cuts": (float(recall),)}
+
+
+def _rbp_spec(p: dict, text: str) -> tuple:
+    prob = p["p"]
+    if isinstance(prob, bool) or not isinstance(prob, (int, float)) or not 0 < prob < 1:
+        raise MeasureError(f"{text!r}: p must be in (0, 1), got {prob!r}")
+    return ("rbp" if p["rel"] is None else "rbp_bin"), {"pairs": (("p", float(prob)),)}
+
+
+def _count(family: str, agg: str, **column) -> Callable[[dict, str], tuple]:
+    """A count measure: an int column summed (or counted) over queries."""
+    return lambda p, text: (family, {"column": Column(text.strip(), kind="int", agg=agg, **column)})
+
+
+def _num_ret_spec(p: dict, text: str) -> tuple:
+    column = Column(text.strip(), kind="int", agg="sum", bogus_zero=p["rel"] is None)
+    return ("num_ret" if p["rel"] is None else "num_rel_ret"), {"column": column}
+
+
 @dataclasses.dataclass(frozen=True)
 class _IrSpec:
     params: dict  # name -> default (_REQ: required)
+    family: Callable[[dict, str], tuple]  # (params, text) -> (trec family, Measure overrides)
     at: Optional[str] = "cutoff"  # the parameter written after '@'
 
 
+# ir_measures name -> its parameters and the trec family that computes it
 _IR: dict[str, _IrSpec] = {
-    "P": _IrSpec({"cutoff": _REQ, "rel": None, "judged_only": False}),
-    "R": _IrSpec({"cutoff": _REQ, "rel": None, "judged_only": False}),
-    "AP": _IrSpec({"cutoff": None, "rel": None, "judged_only": False}),
-    "RR": _IrSpec({"cutoff": None, "rel": None, "judged_only": False}),
-    "nDCG": _IrSpec({"cutoff": None, "dcg": "log2", "gains": None, "judged_only": False}),
-    "ERR": _IrSpec({"cutoff": None}),
-    "Judged": _IrSpec({"cutoff": None}),
-    "infAP": _IrSpec({"rel": None}, at=None),
-    "IPrec": _IrSpec({"recall": _REQ, "rel": None, "judged_only": False}, at="recall"),
-    "Bpref": _IrSpec({"rel": None}, at=None),
-    "Rprec": _IrSpec({"rel": None, "judged_only": False}, at=None),
-    "Success": _IrSpec({"cutoff": _REQ, "rel": None, "judged_only": False}),
-    "SetP": _IrSpec({"rel": None, "relative": False, "judged_only": False}, at=None),
-    "SetR": _IrSpec({"rel": None}, at=None),
-    "SetF": _IrSpec({"rel": None, "beta": 1.0, "judged_only": False}, at=None),
-    "SetAP": _IrSpec({"rel": None, "judged_only": False}, at=None),
-    "NumQ": _IrSpec({}, at=None),
-    "NumRel": _IrSpec({"rel": None}, at=None),
-    "NumRet": _IrSpec({"rel": None}, at=None),
-    "RBP": _IrSpec({"cutoff": None, "p": 0.8, "rel": None}),
+    "P": _IrSpec({"cutoff": _REQ, "rel": None, "judged_only": False}, _fixed("P")),
+    "R": _IrSpec({"cutoff": _REQ, "rel": None, "judged_only": False}, _fixed("recall")),
+    "AP": _IrSpec({"cutoff": None, "rel": None, "judged_only": False}, _by_cutoff("map", "map_cut")),
+    "RR": _IrSpec({"cutoff": None, "rel": None, "judged_only": False}, _by_cutoff("recip_rank", "rr_cut")),
+    "nDCG": _IrSpec({"cutoff": None, "dcg": "log2", "gains": None, "judged_only": False}, _ndcg_spec),
+    "ERR": _IrSpec({"cutoff": None}, _fixed("err")),
+    "Judged": _IrSpec({"cutoff": None}, _fixed("judged")),
+    "infAP": _IrSpec({"rel": None}, _fixed("infAP"), at=None),
+    "IPrec": _IrSpec({"recall": _REQ, "rel": None, "judged_only": False}, _iprec_spec, at="recall"),
+    "Bpref": _IrSpec({"rel": None}, _fixed("bpref"), at=None),
+    "Rprec": _IrSpec({"rel": None, "judged_only": False}, _fixed("Rprec"), at=None),
+    "Success": _IrSpec({"cutoff": _REQ, "rel": None, "judged_only": False}, _fixed("success")),
+    "SetP": _IrSpec({"rel": None, "relative": False, "judged_only": False},
+                    lambda p, text: ("set_relative_P" if p["relative"] else "set_P", {}), at=None),
+    "SetR": _IrSpec({"rel": None}, _fixed("set_recall"), at=None),
+    "SetF": _IrSpec({"rel": None, "beta": 1.0, "judged_only": False},
+                    lambda p, text: ("set_F", {"cuts": (float(p["beta"]),)}), at=None),
+    "SetAP": _IrSpec({"rel": None, "judged_only": False}, _fixed("set_map"), at=None),
+    "NumQ": _IrSpec({}, _count("num_q", "count", per_query=False), at=None),
+    "NumRel": _IrSpec({"rel": None}, _count("num_rel", "sum"), at=None),
+    "NumRet": _IrSpec({"rel": None}, _num_ret_spec, at=None),
+    "RBP": _IrSpec({"cutoff": None, "p": 0.8, "rel": None}, _rbp_spec),
 }
 _IR_ALIASES: dict[str, tuple[str, dict]] = {
     "MAP": ("AP", {}),
@@ -402,78 +457,11 @@ def _ir_measure(text: str) -> Measure:
     rel = p.get("rel")
     if rel is not None and (isinstance(rel, bool) or not isinstance(rel, int)):
         raise MeasureError(f"{text!r}: rel must be an integer, got {rel!r}")
-    judged_only = bool(p.get("judged_only", False))
-    col = Column(text.strip())
-    cuts = () if cutoff is None else (cutoff,)
-
-    def make(family, cuts=cuts, pairs=(), column=col):
-        return Measure(family, (column,), cuts=cuts, pairs=pairs, level=rel,
-                       judged_only=judged_only, source=text.strip())
-
-    if name == "P":
-        return make("P")
-    if name == "R":
-        return make("recall")
-    if name == "AP":
-        return make("map" if cutoff is None else "map_cut")
-    if name == "RR":
-        return make("recip_rank" if cutoff is None else "rr_cut")
-    if name == "nDCG":
-        gains = p["gains"]
-        pairs = ()
-        if gains is not None:
-            if not isinstance(gains, dict) or not all(
-                isinstance(k, int) and isinstance(v, (int, float)) for k, v in gains.items()
-            ):
-                raise MeasureError(f"{text!r}: gains must be a dict of int -> number")
-            pairs = tuple((str(k), float(v)) for k, v in gains.items())
-        if p["dcg"] == "exp-log2":
-            if pairs:
-                raise MeasureError(f"{text!r}: gains cannot be combined with dcg='exp-log2'")
-            return make("ndcg_exp")
-        if p["dcg"] != "log2":
-            raise MeasureError(f"{text!r}: dcg must be 'log2' or 'exp-log2'")
-        return make("ndcg" if cutoff is None else "ndcg_cut", pairs=pairs)
-    if name == "ERR":
-        return make("err")
-    if name == "Judged":
-        return make("judged")
-    if name == "infAP":
-        return make("infAP")
-    if name == "IPrec":
-        recall = p["recall"]
-        if isinstance(recall, bool) or not isinstance(recall, (int, float)):
-            raise MeasureError(f"{text!r}: the recall level must be a number")
-        return make("iprec_at_recall", cuts=(float(recall),))
-    if name == "Bpref":
-        return make("bpref")
-    if name == "Rprec":
-        return make("Rprec")
-    if name == "Success":
-        return make("success")
-    if name == "SetP":
-        return make("set_relative_P" if p["relative"] else "set_P")
-    if name == "SetR":
-        return make("set_recall")
-    if name == "SetF":
-        return make("set_F", cuts=(float(p["beta"]),))
-    if name == "SetAP":
-        return make("set_map")
-    if name == "NumQ":
-        return make("num_q", column=Column(col.name, kind="int", agg="count", per_query=False))
-    if name == "NumRel":
-        return make("num_rel", column=Column(col.name, kind="int", agg="sum"))
-    if name == "NumRet":
-        column = Column(col.name, kind="int", agg="sum", bogus_zero=rel is None)
-        return make("num_ret" if rel is None else "num_rel_ret", column=column)
-    if name == "RBP":
-        prob = p["p"]
-        if isinstance(prob, bool) or not isinstance(prob, (int, float)) or not 0 < prob < 1:
-            raise MeasureError(f"{text!r}: p must be in (0, 1), got {prob!r}")
-        if rel is None:
-            return make("rbp", pairs=(("p", float(prob)),))
-        return make("rbp_bin", pairs=(("p", float(prob)),))
-    raise MeasureError(_unknown(text))  # pragma: no cover
+    family, overrides = spec.family(p, text)
+    fields = {"cuts": () if cutoff is None else (cutoff,), "pairs": (), "column": Column(text.strip())}
+    fields.update(overrides)
+    return Measure(family, (fields["column"],), cuts=fields["cuts"], pairs=fields["pairs"], level=rel,
+                   judged_only=bool(p.get("judged_only", False)), source=text.strip())
 
 
 # ----------------------------------------------------------------------------- parsing
