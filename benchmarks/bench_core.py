@@ -2,8 +2,10 @@
 
 Times, on a [batch, n] batch of float32 scores and integer labels 0..4:
   * ``ndcg(k=10)`` alone, default tie policy and ``"stable"``;
-  * every hard metric together with ``k=(5, 10, 20, 100, 1000)``, one ranking
-    pass shared through a precomputed ``Ranks``;
+  * every hard metric together with ``k=(5, 10, 20, 100, 1000)``, three ways:
+    each metric called on the scores inside one ``jit`` (no shared ranker), one
+    ranking pass shared through a precomputed ``Ranks``, and
+    ``jaxrank.compute(scores, labels, [measure strings])`` (ranks once);
   * the floors ``lax.top_k(scores, 10)`` and ``numpy.argsort(scores)``;
   * the peers that are installed: pytrec_eval (ndcg_cut.10), ranx (ndcg@10),
     scikit-learn (ndcg_score, k=10), torchmetrics (RetrievalNormalizedDCG, top_k=10).
@@ -18,6 +20,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
+import platform
 import statistics
 import time
 
@@ -44,8 +48,30 @@ def _time(fn, repeats):
     return median, max(first - median, 0.0)
 
 
-def all_metrics(scores, labels, ranker):
-    ranks = ranker(scores, depth=None)
+# The measures of all_metrics that jaxrank.compute names (ir_measures' strings; DCG and
+# fall-out have none, NumRet and NumRelRet no cutoff).
+MEASURES = [f"{m}@{k}" for m in ("P", "R", "AP", "RR", "nDCG", "Success", "ERR", "RBP") for k in CUTS]
+MEASURES += ["Rprec", "NumRet", "NumRel", "NumRelRet"]
+
+
+def _machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, {platform.system()}"
+
+
+def _load() -> str:
+    return " ".join(f"{v:.1f}" for v in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
+
+
+def all_metrics(scores, labels, ranker, shared=True):
+    """Every metric at every cutoff; ``shared``: from one precomputed ``Ranks``, else
+    each metric called with the ranker itself (as users first write it)."""
+    ranks = ranker(scores, depth=None) if shared else ranker
     cut = dict(k=CUTS, ranker=ranks)
     return [
         jaxrank.precision(scores, labels, **cut),
@@ -112,6 +138,7 @@ def main(argv=None):
     parser.add_argument("--no-peers", action="store_true")
     args = parser.parse_args(argv)
 
+    load_before = _load()
     rng = np.random.default_rng(0)
     scores_np = rng.standard_normal((args.batch, args.n)).astype(np.float32)
     labels_np = rng.integers(0, 5, (args.batch, args.n)).astype(np.int32)
@@ -121,6 +148,7 @@ def main(argv=None):
     floor_topk, c_topk = _time(lambda: top_k(scores), args.repeats)
     floor_sort, _ = _time(lambda: np.argsort(scores_np, axis=-1), args.repeats)
     rows = [("lax.top_k(scores, 10)", floor_topk, c_topk), ("numpy.argsort(scores)", floor_sort, 0.0)]
+    missing = []
     for ties in ("stable", "expected"):
         ranker = jaxrank.hard(ties)
         label = " (default)" if ties == "stable" else ""
@@ -129,16 +157,31 @@ def main(argv=None):
         ndcg10 = jax.jit(lambda s, y, r=ranker: jaxrank.ndcg(s, y, k=10, ranker=r))
         rows.append((f"jaxrank ndcg(k=10), ties={ties}{label}", *_time(lambda: ndcg10(scores, labels), repeats)))
         every = jax.jit(lambda s, y, r=ranker: all_metrics(s, y, r))
-        rows.append((f"jaxrank all metrics, k={CUTS}, ties={ties}{label}", *_time(lambda: every(scores, labels), repeats)))
+        rows.append((f"jaxrank all metrics, k={CUTS}, shared ranks, ties={ties}{label}",
+                     *_time(lambda: every(scores, labels), repeats)))
+        if ties == "stable":
+            plain = jax.jit(lambda s, y, r=ranker: all_metrics(s, y, r, shared=False))
+            rows.append((f"jaxrank all metrics, k={CUTS}, each called on the scores, one jit",
+                         *_time(lambda: plain(scores, labels), repeats)))
+            if hasattr(jaxrank, "compute"):
+                together = jax.jit(lambda s, y: jaxrank.compute(s, y, MEASURES))
+                rows.append((f"jaxrank.compute(scores, labels, {len(MEASURES)} measure strings)",
+                             *_time(lambda: together(scores, labels), repeats)))
+            else:
+                missing.append("jaxrank.compute (not in this version of jaxrank)")
     if not args.no_peers:
         rows += peers(scores_np, labels_np, args.repeats)
 
     print(f"# [{args.batch}, {args.n}] float32 scores, labels 0..4, backend={jax.default_backend()}, "
-          f"median of {args.repeats} runs\n")
+          f"median of {args.repeats} runs")
+    print(f"# jax {jax.__version__}, numpy {np.__version__}, python {platform.python_version()}; "
+          f"{_machine()}; load average before / after: {load_before} / {_load()}\n")
     print("| what | run (ms) | compile (ms) | / top_k | / argsort |")
     print("|---|---:|---:|---:|---:|")
     for name, run, compile_s in rows:
         print(f"| {name} | {run * 1e3:.1f} | {compile_s * 1e3:.0f} | {run / floor_topk:.2f} | {run / floor_sort:.2f} |")
+    for name in missing:
+        print(f"| {name} | missing | | | |")
 
 
 if __name__ == "__main__":
