@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxrank import _checks
+from jaxrank import _checks, _npsort
 
 
 class Grouped(NamedTuple):
@@ -103,6 +103,17 @@ def group_by_query(
     return grouped
 
 
+def _stable_order(indexes: np.ndarray) -> np.ndarray:
+    """Stable argsort of the query ids: by a value sort of (id, position) packed in one
+    uint64 (jaxrank._npsort, several times faster) when the id range leaves room for it."""
+    low, high = int(indexes.min()), int(indexes.max())
+    bits = _npsort.index_bits(indexes.size)
+    if (high - low) >= 1 << (64 - bits):
+        return np.argsort(indexes, kind="stable")
+    key = (indexes - low).astype(np.uint64) << np.uint64(bits)
+    return _npsort.argsort_high_bits(key).astype(np.intp)
+
+
 def _group_host(preds, target, indexes, ignore_index) -> Grouped:
     try:
         preds, target, indexes = (np.asarray(x).reshape(-1) for x in (preds, target, indexes))
@@ -113,7 +124,7 @@ def _group_host(preds, target, indexes, ignore_index) -> Grouped:
         preds, target, indexes = preds[keep], target[keep], indexes[keep]
     if indexes.size == 0:
         raise ValueError("no item is left after dropping ignore_index")
-    order = np.argsort(indexes, kind="stable")
+    order = _stable_order(indexes)
     ids = indexes[order]
     first = np.empty(ids.size, bool)
     first[0] = True

@@ -60,7 +60,7 @@ def ours_and_theirs(name, kwargs, preds, target):
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
 def test_functional_equals_torchmetrics(name):
     graded = name == "retrieval_normalized_dcg"
-    for preds, target in lists(0, (1, 2, 5, 13), graded=graded):
+    for preds, target in lists(0, (1, 4, 13), graded=graded):
         for kwargs in FUNCTIONS[name]:
             ours, theirs = ours_and_theirs(name, kwargs, preds, target)
             assert_same(ours, theirs)
@@ -72,7 +72,7 @@ def test_functional_with_tied_scores(name):
     ties in input order (signs kept) must give torchmetrics' value; nDCG and the ROC AUC of
     the whole list, which treat ties exactly, must agree on the tied scores themselves."""
     graded = name == "retrieval_normalized_dcg"
-    for preds, target in lists(1, (3, 8, 13), graded=graded, ties=True):
+    for preds, target in lists(1, (4, 13), graded=graded, ties=True):
         untied = (preds - np.arange(preds.size) / (2.0 * preds.size)).astype(np.float32)
         for kwargs in FUNCTIONS[name]:
             exact_ties = name == "retrieval_normalized_dcg" or (name == "retrieval_auroc" and "top_k" not in kwargs)

@@ -49,6 +49,12 @@ def test_host_grouping_equals_dict_of_lists(seed):
     assert int(g.overflow) == 0
 
 
+def test_ids_spanning_the_int64_range():  # too wide to pack beside the positions: plain stable argsort
+    preds, target, indexes = flat_case(5, num_items=50)
+    indexes = np.where(indexes % 2 == 0, indexes + 2**62, indexes - 2**62)
+    assert as_dict(group_by_query(preds, target, indexes)) == brute(preds, target, indexes)
+
+
 def test_ignore_index_drops_items_and_empty_queries():
     preds, target, indexes = flat_case(1)
     indexes[target == -1] = 10_000  # this query holds only ignored items: it disappears

@@ -29,8 +29,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrank import metrics
 from jaxrank.compat._common import average_precision_over_retrieved
-from jaxrank.metrics import ir
 from jaxrank.ranking import hard
 
 Array = jax.Array
@@ -89,19 +89,19 @@ def _map(rel, k):
 
 
 def _hit_rate(rel, k):
-    return jnp.mean(ir.success(_positions(rel), rel, k=k, ranker=_STABLE))
+    return jnp.mean(metrics.success(_positions(rel), rel, k=k, ranker=_STABLE))
 
 
 def _precision(rel, k):
-    return jnp.mean(ir.precision(_positions(rel), rel, k=k, adaptive=True, ranker=_STABLE))
+    return jnp.mean(metrics.precision(_positions(rel), rel, k=k, adaptive=True, ranker=_STABLE))
 
 
 def _ndcg(rel, k):
-    return jnp.mean(ir.ndcg(_positions(rel), rel, k=k, ranker=_STABLE))
+    return jnp.mean(metrics.ndcg(_positions(rel), rel, k=k, ranker=_STABLE))
 
 
 def _mrr(rel, k):
-    return jnp.mean(ir.reciprocal_rank(_positions(rel), rel, k=k, ranker=_STABLE))
+    return jnp.mean(metrics.reciprocal_rank(_positions(rel), rel, k=k, ranker=_STABLE))
 
 
 def retrieval_map(query_labels, candidates_labels, k: Optional[int] = None) -> Array:

@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxrank.metrics import curves, ir
+from jaxrank import metrics
 from jaxrank.ranking import hard
 
 Array = jax.Array
@@ -44,12 +44,12 @@ def _array(x) -> Array:
 
 @partial(jax.jit, static_argnames=("max_fpr",))
 def _roc_auc(scores, labels, max_fpr):
-    return curves.roc_auc(scores, labels, max_fpr=max_fpr, ranker=_EXPECTED)
+    return metrics.roc_auc(scores, labels, max_fpr=max_fpr, ranker=_EXPECTED)
 
 
 @jax.jit
 def _average_precision(scores, labels):
-    return ir.average_precision(scores, labels, threshold_ties=True, ranker=_STABLE)
+    return metrics.average_precision(scores, labels, threshold_ties=True, ranker=_STABLE)
 
 
 def _columns(y_true, y_score, average) -> tuple[Array, Array]:
@@ -154,7 +154,7 @@ def dcg_score(
       >>> round(float(dcg_score([[10, 0, 0, 1, 5]], [[0.1, 0.2, 0.3, 4, 70]])), 4)
       9.4995
     """
-    return _dcg_like(ir.dcg, y_true, y_score, k, log_base, sample_weight, ignore_ties)
+    return _dcg_like(metrics.dcg, y_true, y_score, k, log_base, sample_weight, ignore_ties)
 
 
 def ndcg_score(y_true, y_score, *, k: Optional[int] = None, sample_weight=None, ignore_ties: bool = False) -> Array:
@@ -171,4 +171,4 @@ def ndcg_score(y_true, y_score, *, k: Optional[int] = None, sample_weight=None, 
         raise ValueError("ndcg_score should not be used on negative y_true values.")
     if y_true.ndim == 2 and y_true.shape[1] <= 1:
         raise ValueError(f"Computing NDCG is only meaningful when there is more than 1 document. Got {y_true.shape[1]} instead.")
-    return _dcg_like(ir.ndcg, y_true, y_score, k, 2, sample_weight, ignore_ties)
+    return _dcg_like(metrics.ndcg, y_true, y_score, k, 2, sample_weight, ignore_ties)

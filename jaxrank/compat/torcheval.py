@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxrank.metrics import ir
+from jaxrank import metrics
 from jaxrank.ranking import hard
 
 Array = jax.Array
@@ -81,7 +81,7 @@ def retrieval_recall(
     """
     _param_check(k, limit_k_to_size)
     input, target = _lists(input, target, num_tasks)
-    hits = ir.num_rel_ret(input, target, k=k, ranker=_STABLE)
+    hits = metrics.num_rel_ret(input, target, k=k, ranker=_STABLE)
     return hits / jnp.sum(target, axis=-1)
 
 
@@ -100,7 +100,7 @@ def retrieval_precision(
     """
     _param_check(k, limit_k_to_size)
     input, target = _lists(input, target, num_tasks)
-    return ir.precision(input, target, k=k, adaptive=limit_k_to_size, ranker=_STABLE)
+    return metrics.precision(input, target, k=k, adaptive=limit_k_to_size, ranker=_STABLE)
 
 
 def _classes(input, target) -> tuple[Array, Array]:
@@ -127,7 +127,7 @@ def hit_rate(input, target, *, k: Optional[int] = None) -> Array:
     input, labels = _classes(input, target)
     if k is not None and k <= 0:
         raise ValueError(f"k should be None or positive, got {k}.")
-    return ir.success(input, labels, k=k, ranker=_OPTIMISTIC)
+    return metrics.success(input, labels, k=k, ranker=_OPTIMISTIC)
 
 
 def reciprocal_rank(input, target, *, k: Optional[int] = None) -> Array:
@@ -139,4 +139,4 @@ def reciprocal_rank(input, target, *, k: Optional[int] = None) -> Array:
       [0.5, 0.3333]
     """
     input, labels = _classes(input, target)
-    return ir.reciprocal_rank(input, labels, k=k, ranker=_OPTIMISTIC)
+    return metrics.reciprocal_rank(input, labels, k=k, ranker=_OPTIMISTIC)

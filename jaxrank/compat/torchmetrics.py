@@ -36,9 +36,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrank import metrics
 from jaxrank.compat._common import average_precision_over_retrieved
 from jaxrank.grouping import group_by_query
-from jaxrank.metrics import curves, ir
 from jaxrank.ranking import hard
 
 Array = jax.Array
@@ -108,42 +108,42 @@ def _average_precision(preds, target, where, top_k):
 
 
 def _reciprocal_rank(preds, target, where, top_k):
-    return ir.reciprocal_rank(preds, _scored(preds, target), k=top_k, where=where, ranker=_STABLE)
+    return metrics.reciprocal_rank(preds, _scored(preds, target), k=top_k, where=where, ranker=_STABLE)
 
 
 def _normalized_dcg(preds, target, where, top_k):
-    return ir.ndcg(preds, target, k=top_k, where=where, ranker=_EXPECTED, gain=lambda y: y)
+    return metrics.ndcg(preds, target, k=top_k, where=where, ranker=_EXPECTED, gain=lambda y: y)
 
 
 def _precision(preds, target, where, top_k, adaptive_k):
-    return ir.precision(preds, _scored(preds, target), k=top_k, where=where, adaptive=adaptive_k, ranker=_STABLE)
+    return metrics.precision(preds, _scored(preds, target), k=top_k, where=where, adaptive=adaptive_k, ranker=_STABLE)
 
 
 def _recall(preds, target, where, top_k):
     # The denominator counts every relevant item, positive score or not: the judgments.
-    return ir.recall(
+    return metrics.recall(
         preds, _scored(preds, target), k=top_k, where=where, ranker=_STABLE, judgments=target, judgments_where=where
     )
 
 
 def _hit_rate(preds, target, where, top_k):
-    return ir.success(preds, target, k=top_k, where=where, ranker=_STABLE)
+    return metrics.success(preds, target, k=top_k, where=where, ranker=_STABLE)
 
 
 def _fall_out(preds, target, where, top_k):
-    return ir.fallout(preds, target, k=top_k, where=where, ranker=_STABLE)
+    return metrics.fallout(preds, target, k=top_k, where=where, ranker=_STABLE)
 
 
 def _r_precision(preds, target, where):
-    return ir.r_precision(preds, target, where=where, ranker=_STABLE)
+    return metrics.r_precision(preds, target, where=where, ranker=_STABLE)
 
 
 def _auroc(preds, target, where, top_k, max_fpr):
-    return curves.roc_auc(preds, target, k=top_k, max_fpr=max_fpr, where=where)
+    return metrics.roc_auc(preds, target, k=top_k, max_fpr=max_fpr, where=where)
 
 
 def _precision_recall_curve(preds, target, where, max_k, adaptive_k):
-    return curves.precision_recall_curve(preds, target, max_k=max_k, adaptive_k=adaptive_k, where=where, ranker=_STABLE)
+    return metrics.precision_recall_curve(preds, target, max_k=max_k, adaptive_k=adaptive_k, where=where, ranker=_STABLE)
 
 
 @functools.cache
@@ -559,4 +559,4 @@ class RetrievalRecallAtFixedPrecision(RetrievalPrecisionRecallCurve):
 
     def compute(self) -> tuple[Array, Array]:  # type: ignore[override]
         precision, recall, top_k = super().compute()
-        return curves.recall_at_precision_from_curve(precision, recall, top_k, self.min_precision)
+        return metrics.recall_at_precision_from_curve(precision, recall, top_k, self.min_precision)
