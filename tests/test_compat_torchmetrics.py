@@ -1,5 +1,7 @@
 """jaxrank.compat.torchmetrics against torchmetrics itself (CPU torch)."""
 
+import functools
+
 import numpy as np
 import pytest
 import torch
@@ -217,3 +219,18 @@ def test_precision_recall_curve_plot():
     precision, recall, _ = ours.compute()
     np.testing.assert_array_equal(x, precision)
     np.testing.assert_array_equal(y, recall)
+    best = tm.RetrievalRecallAtFixedPrecision(min_precision=0.2)
+    best.update(*flat_queries(6)[0])
+    _, ax = best.plot()
+    assert ax.lines[0].get_data()[1].tolist() == [float(best.compute()[0])]
+
+
+def test_functional_under_jit_and_vmap_equals_eager():
+    import jax
+
+    preds, target = np.stack([p for p, _ in lists(8, (5,))]), np.stack([t for _, t in lists(8, (5,))])
+    preds = preds.astype(np.float64)
+    for fn in (tm.retrieval_normalized_dcg, tm.retrieval_average_precision):
+        f = functools.partial(fn, top_k=3)
+        eager = np.array([float(f(p, t)) for p, t in zip(preds, target)])
+        np.testing.assert_allclose(jax.jit(jax.vmap(f))(preds, target), eager, atol=1e-12)

@@ -313,6 +313,14 @@ def _aggregate(values: Array, empty, action: str, aggregation: Aggregation, mess
     return _reduce(values, aggregation)
 
 
+def _axes(ax):
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        raise ModuleNotFoundError("plot() needs matplotlib: pip install 'jaxrank[plot]'") from e
+    return plt.subplots() if ax is None else (None, ax)
+
+
 class _RetrievalMetric:
     """torchmetrics' ``RetrievalMetric``: state, ``update``, ``compute``, ``reset``, ``forward``."""
 
@@ -525,12 +533,8 @@ class RetrievalPrecisionRecallCurve(_RetrievalMetric):
     def plot(self, curve=None, ax=None):
         """Plot the curve (``compute()``'s unless given) as torchmetrics does: precision on
         x, recall on y. Needs matplotlib (the ``plot`` extra). Returns ``(figure, axes)``."""
-        try:
-            import matplotlib.pyplot as plt
-        except ImportError as e:
-            raise ModuleNotFoundError("plot() needs matplotlib: pip install 'jaxrank[plot]'") from e
         curve = curve or self.compute()
-        fig, ax = plt.subplots() if ax is None else (None, ax)
+        fig, ax = _axes(ax)
         ax.plot(np.asarray(curve[0]), np.asarray(curve[1]), linestyle="-", linewidth=2)
         ax.set_xlabel("Precision")
         ax.set_ylabel("Recall")
@@ -560,3 +564,14 @@ class RetrievalRecallAtFixedPrecision(RetrievalPrecisionRecallCurve):
     def compute(self) -> tuple[Array, Array]:  # type: ignore[override]
         precision, recall, top_k = super().compute()
         return metrics.recall_at_precision_from_curve(precision, recall, top_k, self.min_precision)
+
+    def plot(self, val=None, ax=None):
+        """Plot the recall (``compute()``'s unless given; a sequence of values gives a line
+        over steps), as torchmetrics plots a scalar metric. Returns ``(figure, axes)``."""
+        val = self.compute()[0] if val is None else val
+        values = np.atleast_1d(np.asarray([np.asarray(v) for v in val] if isinstance(val, (list, tuple)) else val))
+        fig, ax = _axes(ax)
+        ax.plot(np.arange(values.size), values, marker="o")
+        ax.set_ylabel("Recall")
+        ax.set_title(type(self).__name__)
+        return fig, ax
