@@ -10,6 +10,7 @@ each function is a few lines over jaxrank's metrics and returns JAX arrays:
   (plain, ``_intersecting``, ``_macro``) over label lists.
 * :mod:`jaxrank.compat.sklearn`: ``roc_auc_score``, ``average_precision_score``,
   ``ndcg_score``, ``dcg_score``.
+* :mod:`jaxrank.compat.clu`: jaxrank's accumulator as a ``clu.metrics.Metric``.
 
 Import the module you need (``from jaxrank.compat import torchmetrics as tm``); none of
 them imports the peer's own package, so torch and friends are never needed at run time.
