@@ -51,22 +51,23 @@ class TieGroups:
     """Tie-group bookkeeping and the expected-ties operations of exact ranks.
 
     Needs, from the class it is mixed into: ``order``, ``n_valid``, ``key``,
-    ``key_sorted``, ``next_key``, ``start``, ``end``, ``ties``, ``size``,
+    ``key_sorted``, ``start``, ``end``, ``ties``, ``size``,
     ``depth``, ``valid_positions`` and ``in_rank_order``.
     """
 
     def _groups(self):
         """``(start, end, tail, member)``: each position's tie group; for a
-        prefix, ``tail`` marks the group that may continue past it and
-        ``member`` the items of that group."""
+        prefix, ``tail`` marks the last group, which may continue past it, and
+        ``member`` sums over all items of that group."""
         if self.start is not None:
             start, end = self.start, self.end
         else:
             start, end = segment_bounds(self.key_sorted)
         if self.depth == self.size:
             return start, end, None, None
-        # The last group spills past the prefix when the next key is equal.
-        spill = (self.key_sorted[..., -1:] == self.next_key) & (self.depth - 1 < self.n_valid)
+        # The last group of a prefix is measured over the whole list: it ends at its start
+        # plus its number of members, whether or not it goes on past the prefix.
+        spill = self.depth - 1 < self.n_valid
         tail = (start == start[..., -1:]) & spill
 
         def over_members(v):

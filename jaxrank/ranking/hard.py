@@ -25,7 +25,6 @@ class HardRanks(TieGroups, Ranks):
       n_valid: ``int32[..., 1]``, number of valid items in each list.
       key: ``int[..., n]``, the sort key of every item (equal keys: tied scores).
       key_sorted: ``int[..., depth]`` or None, the keys in rank order (prefix path).
-      next_key: ``int[..., 1]`` or None, the key just past the prefix (prefix path).
       start, end: ``int32[..., depth]`` or None, the tie group of each position
         (computed with the sort on the full path; from the prefix otherwise).
       ties: the tie policy.
@@ -35,7 +34,6 @@ class HardRanks(TieGroups, Ranks):
     n_valid: jax.Array
     key: jax.Array
     key_sorted: Optional[jax.Array] = None
-    next_key: Optional[jax.Array] = None
     start: Optional[jax.Array] = None
     end: Optional[jax.Array] = None
     ties: str = dataclasses.field(metadata=dict(static=True), default="stable")
@@ -172,15 +170,11 @@ class HardRanker:
             n_valid = row_sum(valid, keepdims=True).astype(jnp.int32)
         key = sort_key(scores, valid)
         top_k = depth is not None and depth < n and depth <= TOP_K_MAX_DEPTH and self.ties in ("stable", "expected")
-        if top_k and self.ties == "stable":
-            order, _ = top_k_order(key, depth)
-            return HardRanks(order, n_valid, key, ties=self.ties)
         if top_k:
-            # one position more, to see whether the last tie group goes on
-            order, key_sorted = top_k_order(key, depth + 1)
-            return HardRanks(
-                order[..., :depth], n_valid, key, key_sorted[..., :depth], key_sorted[..., depth:], ties=self.ties
-            )
+            # Both outputs whole: a slice of them would be folded into XLA's sort + slice
+            # pattern for TopK, which then falls back to a full sort.
+            order, key_sorted = top_k_order(key, depth)
+            return HardRanks(order, n_valid, key, key_sorted if self.ties == "expected" else None, ties=self.ties)
         if self.ties == "stable":
             return HardRanks(argsort_descending(key), n_valid, key, ties=self.ties)
         order, start, end = argsort_descending(key, bounds=True)
