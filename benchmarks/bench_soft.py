@@ -2,6 +2,7 @@
 
     python benchmarks/bench_soft.py            # every configuration, markdown table
     python benchmarks/bench_soft.py --quick    # [256, 1000] only
+    python benchmarks/bench_soft.py --grid     # gradient norms over list sizes and score scales
 
 Each configuration runs in its own subprocess, so its peak RSS
 (``resource.getrusage``) is its own. Compile time (``lower().compile()``) is
@@ -100,14 +101,57 @@ def _total_memory_gb() -> float:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
 
 
+def gradient_grid() -> None:
+    """Norms of d nDCG / d scores (one list of n float32 scores at each std) for the
+    settings of issue 11, with and without a cutoff: the data of the grid test."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    import jaxrank
+
+    rankers = {
+        "approx(0.1)": jaxrank.approx(0.1),
+        "softrank(0.5)": jaxrank.softrank(0.5),
+        "softrank(0.5, 'kl')": jaxrank.softrank(0.5, "kl"),
+        "neuralsort(1.0)": jaxrank.neuralsort(1.0),
+        "softsort(1.0)": jaxrank.softsort(1.0),
+        "gumbel(softrank(0.5), 2)": jaxrank.gumbel(jaxrank.softrank(0.5), samples=2, key=0),
+        "softrank(0.5, units='score')": jaxrank.softrank(0.5, units="score"),
+        "approx(0.1, units='score')": jaxrank.approx(0.1, units="score"),
+    }
+    stds = (0.01, 1.0, 100.0)
+    print("| ranker | n | k | grad norm at std 0.01 / 1 / 100 |")
+    print("|---|---|---|---|")
+    for name, ranker in rankers.items():
+        @jax.jit
+        def grads(scores, labels, ranker=ranker):
+            def both(s):
+                return jnp.stack([jaxrank.ndcg(s, labels, k=k, ranker=ranker).sum() for k in (None, 10)])
+            return jax.jacrev(both)(scores)
+
+        for n in (10, 200, 1000):
+            rng = np.random.default_rng(n)  # the draws of tests/test_soft.py's grid test
+            base = rng.normal(size=(1, n))
+            labels = np.repeat(rng.integers(0, 5, (1, n)) * (rng.random((1, n)) < 0.3), len(stds), 0)
+            scores = jnp.asarray(base * np.asarray(stds)[:, None], jnp.float32)
+            norms = np.linalg.norm(np.asarray(grads(scores, jnp.asarray(labels)), np.float64), axis=-1)
+            for j, k in enumerate(("none", "10")):
+                print(f"| {name} | {n} | {k} | " + " / ".join(f"{v:.3g}" for v in norms[j]) + " |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="only [256, 1000]")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--budget", type=float, default=120.0, help="seconds of runs per configuration")
     parser.add_argument("--timeout", type=float, default=1200.0, help="seconds per configuration")
+    parser.add_argument("--grid", action="store_true", help="gradient norms over list sizes and score scales")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.grid:
+        gradient_grid()
+        return
     if args.worker:
         name, batch, n = json.loads(args.worker)
         print(json.dumps(worker(name, batch, n, args.repeats, args.budget)))

@@ -14,13 +14,13 @@ items has loss 0 (or 1 for the metric losses, whose metric is 0 there).
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxrank import metrics
+from jaxrank import _checks, metrics
 from jaxrank.ranking._backend import argsort_descending, inverse_permutation, sort_key
 from jaxrank.soft import _masked_logsumexp, approx
 
@@ -39,15 +39,9 @@ _DEFAULT_RANKER = approx()
 
 
 def _prepare(scores, labels, where):
-    scores = jnp.asarray(scores)
-    labels = jnp.asarray(labels)
-    if not jnp.issubdtype(scores.dtype, jnp.floating):
-        raise ValueError(f"scores must be floating point, got {scores.dtype}")
-    if scores.ndim == 0:
-        raise ValueError("scores must have at least one axis (the list), got a scalar")
-    if labels.shape != scores.shape:
-        raise ValueError(f"labels must have the shape of scores {scores.shape}, got {labels.shape}")
-    valid = jnp.ones(scores.shape, bool) if where is None else jnp.broadcast_to(jnp.asarray(where, bool), scores.shape)
+    scores = _checks.scores(scores)
+    labels = _checks.same_shape(labels, scores.shape, "labels")
+    valid = _checks.mask(where, scores.shape, broadcast=True)
     dtype = jnp.promote_types(jnp.promote_types(scores.dtype, jnp.float32), jnp.result_type(float))
     s = jnp.where(valid, scores.astype(dtype), 0)
     y = jnp.where(valid, labels.astype(dtype), 0)

@@ -15,7 +15,9 @@ Two families:
 :math:`r_i \\in [1, n]` per item. ``linear`` evaluates ``f`` at :math:`r_i`;
 the cutoff :math:`[r \\le k]` becomes :func:`soft_cutoff`,
 :math:`\\sigma((k + \\tfrac12 - r)/\\tau)`, with :math:`\\tau` the ranker's
-temperature (or strength) unless ``cutoff_temperature`` is given.
+temperature (or strength) unless ``cutoff_temperature`` is given, widened per list by
+as much spread as the soft ranks have lost (:meth:`PointRanks.cutoff_width`), so a cutoff
+never makes the gradient vanish when the soft ranks crowd around the mean rank.
 ``count_before`` and ``survival`` need "how many of the ``w`` items are above
 ``i``": :func:`approx` sums its pairwise probabilities; :func:`softrank` ranks
 again inside the subsets ``where & (w > 0)`` and ``where & (w == 0)``.
@@ -33,6 +35,14 @@ Every ranker is a frozen dataclass (hashable, usable as a default argument).
 Scores are processed in at least float32 (bfloat16/float16 are widened), masked
 items are replaced by 0 before any arithmetic (so ``-inf`` padding is safe) and
 get zero gradient.
+
+*Units.* By default (``units="std"``) every ranker first divides each list's scores by
+their standard deviation (:func:`score_spread`), so temperatures and strengths are
+fractions of the list's spread and the result does not change when the scores are scaled
+or shifted: the same setting works for scores of spread 0.01 and of spread 100.
+``units="score"`` keeps them in the units of the scores, as in the papers (and in
+TF-Ranking and fast-soft-sort); then a model can sharpen the relaxation by growing its
+scores, and the user must match the temperature to the scores' scale.
 """
 
 from __future__ import annotations
@@ -48,6 +58,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from jaxrank import _checks
 from jaxrank.ranking._backend import argsort_descending, cumsum, inverse_permutation, sort_key, vary_like
 from jaxrank.ranking.ranks import PositionFn, Ranks
 
@@ -64,6 +75,7 @@ __all__ = [
     "SoftSortRanker",
     "approx",
     "gumbel",
+    "score_spread",
     "neuralsort",
     "soft_cutoff",
     "soft_ranks",
@@ -81,14 +93,14 @@ _PAIRS_PER_LIST = 1 << 17
 # ---------------------------------------------------------------------------------
 # Shared pieces
 # ---------------------------------------------------------------------------------
-def soft_cutoff(positions: jax.Array, k: jax.Array, tau: float) -> jax.Array:
+def soft_cutoff(positions: jax.Array, k: jax.Array, tau) -> jax.Array:
     """The smooth cutoff shared by every point-rank ranker.
 
     .. math:: [r \\le k] \\approx \\sigma\\Big(\\frac{k + \\tfrac12 - r}{\\tau}\\Big)
 
     At an integer rank :math:`r` the indicator :math:`[r \\le k]` equals
     :math:`[k + \\tfrac12 - r > 0]`; the sigmoid is its relaxation, exact as
-    :math:`\\tau \\to 0`. ``tau`` is the ranker's temperature (``approx``) or
+    :math:`\\tau \\to 0`. ``tau`` is :meth:`PointRanks.cutoff_width`: the ranker's temperature (``approx``) or
     strength (``softrank``) unless the ranker's ``cutoff_temperature`` is set.
 
     Example:
@@ -105,28 +117,59 @@ def _compute_dtype(dtype) -> jnp.dtype:
 
 def _inputs(scores, where):
     """Scores in a compute dtype with masked entries set to 0, and the mask."""
-    scores = jnp.asarray(scores)
-    if not jnp.issubdtype(scores.dtype, jnp.floating):
-        raise ValueError(f"scores must be floating point, got {scores.dtype}")
-    if scores.ndim == 0:
-        raise ValueError("scores must have at least one axis (the list), got a scalar")
-    valid = jnp.ones(scores.shape, bool) if where is None else jnp.broadcast_to(jnp.asarray(where, bool), scores.shape)
+    scores = _checks.scores(scores)
+    valid = _checks.mask(where, scores.shape, broadcast=True)
     x = scores.astype(_compute_dtype(scores.dtype))
     return jnp.where(valid, x, jnp.zeros((), x.dtype)), valid
 
 
-def _positive(value, name: str) -> float:
-    try:
-        value = float(value)
-    except (TypeError, jax.errors.ConcretizationTypeError) as e:  # traced values
-        raise ValueError(f"{name} must be a positive Python number, got {value!r}") from e
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"{name} must be positive and finite, got {value!r}")
-    return value
+_positive = _checks.positive
 
 
 def _optional_positive(value, name: str) -> Optional[float]:
     return None if value is None else _positive(value, name)
+
+
+UNITS = ("std", "score")
+
+
+def _check_units(units) -> str:
+    if units not in UNITS:
+        raise ValueError(f"units must be 'std' or 'score', got {units!r}")
+    return units
+
+
+def score_spread(scores: jax.Array, where: Optional[jax.Array] = None) -> jax.Array:
+    """The unit of ``units="std"``: the standard deviation of each list's valid scores.
+
+    .. math:: \\sigma = \\sqrt{\\tfrac1m \\textstyle\\sum_i (s_i - \\bar s)^2}
+
+    over the ``m`` valid scores; ``1`` for a list with fewer than two valid items or
+    with all valid scores equal. Shape ``[..., 1]``; differentiable (the soft
+    rankers divide the scores by it, so that their result does not change when the
+    scores are scaled or shifted).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> [round(float(u), 6) for u in score_spread(jnp.array([[1.0, 3.0, 1.0, 3.0], [5.0, 5.0, 5.0, 5.0]]))[:, 0]]
+      [1.0, 1.0]
+    """
+    s, valid = _inputs(scores, where)
+    m = jnp.sum(valid, axis=-1, keepdims=True).astype(s.dtype)
+    m_safe = jnp.maximum(m, 1)
+    dev = jnp.where(valid, s - jnp.sum(s, axis=-1, keepdims=True) / m_safe, 0)
+    # std = a * std(dev / a) for any a > 0: dividing by the largest deviation (held
+    # constant, which leaves the gradient exact) keeps squares of |s| ~ 1e30 finite.
+    top = lax.stop_gradient(jnp.max(jnp.abs(dev), axis=-1, keepdims=True))
+    spread = (m >= 2) & (top > 0)
+    top = jnp.where(spread, top, 1)
+    mean_square = jnp.where(spread, jnp.sum(jnp.square(dev / top), axis=-1, keepdims=True) / m_safe, 1)
+    return jnp.where(spread, top * jnp.sqrt(mean_square), 1)
+
+
+def _in_units(s: jax.Array, valid: jax.Array, units: str) -> jax.Array:
+    """The masked compute-dtype scores in the ranker's units (masked entries stay 0)."""
+    return s if units == "score" else s / score_spread(s, valid)
 
 
 def _reduce(h: jax.Array, weights: jax.Array) -> jax.Array:
@@ -169,9 +212,42 @@ class PointRanks(Ranks):
     def size(self) -> int:
         return self.ranks.shape[-1]
 
+    def cutoff_width(self) -> jax.Array:
+        """The width of this list's soft cutoff, ``[..., 1]``:
+
+        .. math:: \\tau_\\text{list} = \\sqrt{\\tau^2 + \\tfrac{3}{\\pi^2}
+            \\max\\big(0, \\tfrac{m^2 - 1}{12} - \\tfrac1m \\textstyle\\sum_i (r_i - \\bar r)^2\\big)}
+
+        over the ``m`` valid items. Smooth ranks lose spread: the exact ranks'
+        variance is :math:`(m^2 - 1)/12`, and when the temperature is large next to
+        the gaps between scores every soft rank tends to one value (the mean rank
+        :math:`(m + 1)/2`; :math:`\\log \\frac1m \\sum_j e^j`, near ``m``, for
+        ``softrank(regularization="kl")``), where a cutoff of width :math:`\\tau` at
+        a small ``k`` would be 0 for every item. The lost variance is given back to the cutoff as the variance
+        of a logistic (:math:`\\pi^2 w^2 / 3`). A list of exact ranks keeps
+        :math:`\\tau`; a list whose soft ranks have all collapsed to the mean rank gets
+        a width of about :math:`m / (2\\pi)`, so every item keeps a cutoff weight of
+        about :math:`\\sigma(-\\pi (1 - 2k/m))` (0.06 at ``k = 10``, ``m = 200``)
+        instead of 0, and a gradient.
+        """
+        valid = self.valid
+        m = jnp.sum(valid, axis=-1, keepdims=True).astype(self.ranks.dtype)
+        mean = jnp.sum(jnp.where(valid, self.ranks, 0), axis=-1, keepdims=True) / jnp.maximum(m, 1)
+        centred = jnp.where(valid, self.ranks - mean, 0)
+        variance = jnp.sum(jnp.square(centred), axis=-1, keepdims=True) / jnp.maximum(m, 1)
+        lost = jnp.maximum((m * m - 1) / 12 - variance, 0)
+        return jnp.sqrt(self.tau**2 + (3 / math.pi**2) * lost)
+
     def cutoff(self, positions: jax.Array, k: jax.Array) -> jax.Array:
-        """:func:`soft_cutoff` with this ranker's ``tau``."""
-        return soft_cutoff(positions, k, self.tau)
+        """:func:`soft_cutoff` with this list's :meth:`cutoff_width`; ``positions``
+        must carry the batch axes of the ranks (``[..., n, ...]``)."""
+        width = self.cutoff_width()
+        extra = jnp.ndim(positions) - self.ranks.ndim
+        if extra < 0:
+            raise ValueError(
+                f"positions must have the batch axes of the ranks {self.ranks.shape}, got shape {jnp.shape(positions)}"
+            )
+        return soft_cutoff(positions, k, width.reshape(width.shape + (1,) * extra))
 
     def _weighted(self, g: jax.Array, f: PositionFn, factor: Optional[jax.Array] = None) -> jax.Array:
         """``sum_i g_i f(r_i) factor_i`` over valid items."""
@@ -332,18 +408,20 @@ class ApproxRanker:
 
     temperature: float = 1.0
     cutoff_temperature: Optional[float] = None
+    units: str = "std"
 
     smooth = True
 
     def __call__(self, scores, where=None, *, depth: Optional[int] = None) -> ApproxRanks:
         del depth  # every rank depends on every score
         s, valid = _inputs(scores, where)
+        s = _in_units(s, valid, self.units)
         ranks = 1 + _pairwise_rows("above", s, valid, valid, self.temperature)
         tau = self.temperature if self.cutoff_temperature is None else self.cutoff_temperature
         return ApproxRanks(ranks=ranks, valid=valid, scores=s, temperature=self.temperature, tau=tau)
 
 
-def approx(temperature: float = 1.0, *, cutoff_temperature: Optional[float] = None) -> ApproxRanker:
+def approx(temperature: float = 1.0, *, cutoff_temperature: Optional[float] = None, units: str = "std") -> ApproxRanker:
     """Approximate ranks from pairwise sigmoids (ApproxNDCG, Qin et al., 2010).
 
     .. math:: r_i = 1 + \\sum_{j \\ne i,\\ j\\ \\text{valid}}
@@ -359,9 +437,13 @@ def approx(temperature: float = 1.0, *, cutoff_temperature: Optional[float] = No
     scores get equal ranks (each counts the other as half above it).
 
     Args:
-      temperature: :math:`T > 0`; ranks become exact as :math:`T \\to 0` on
+      temperature: :math:`T > 0`, in units of the list's score standard deviation
+        (``units="std"``) or of the scores (``units="score"``); ranks become exact as
+        :math:`T \\to 0` on
         tie-free scores.
-      cutoff_temperature: :math:`\\tau` of the soft cutoff; default ``temperature``.
+      cutoff_temperature: :math:`\\tau` of the soft cutoff (in rank positions, before
+        :meth:`~PointRanks.cutoff_width` widens it); default ``temperature``.
+      units: ``"std"`` (scores divided by :func:`score_spread` first) or ``"score"``.
 
     Example:
       >>> import jax.numpy as jnp, jaxrank
@@ -369,9 +451,13 @@ def approx(temperature: float = 1.0, *, cutoff_temperature: Optional[float] = No
       >>> round(float(jaxrank.ndcg(scores, labels, ranker=jaxrank.approx(0.01))), 5)  # 1/log2(4)
       0.5
       >>> round(float(jaxrank.ndcg(scores, labels, ranker=jaxrank.approx(1.0))), 3)
-      0.54
+      0.531
     """
-    return ApproxRanker(_positive(temperature, "temperature"), _optional_positive(cutoff_temperature, "cutoff_temperature"))
+    return ApproxRanker(
+        _positive(temperature, "temperature"),
+        _optional_positive(cutoff_temperature, "cutoff_temperature"),
+        _check_units(units),
+    )
 
 
 # softrank ---------------------------------------------------------------------------
@@ -570,7 +656,7 @@ class SoftRanks(PointRanks):
     ranks: jax.Array
     valid: jax.Array
     scores: jax.Array
-    ranker: "SoftRanker" = dataclasses.field(metadata=dict(static=True), default=None)
+    ranker: SoftRanker = dataclasses.field(metadata=dict(static=True), default=None)
     tau: float = dataclasses.field(metadata=dict(static=True), default=1.0)
 
     def _subset_ranks(self, masks: jax.Array) -> jax.Array:
@@ -585,19 +671,25 @@ class SoftRanker:
     strength: float = 1.0
     regularization: str = "l2"
     cutoff_temperature: Optional[float] = None
+    units: str = "std"
 
     smooth = True
 
     def __call__(self, scores, where=None, *, depth: Optional[int] = None) -> SoftRanks:
         del depth
         s, valid = _inputs(scores, where)
+        s = _in_units(s, valid, self.units)
         ranks = soft_ranks(s, valid, strength=self.strength, regularization=self.regularization)
         tau = self.strength if self.cutoff_temperature is None else self.cutoff_temperature
         return SoftRanks(ranks=ranks, valid=valid, scores=s, ranker=self, tau=tau)
 
 
 def softrank(
-    strength: float = 1.0, regularization: str = "l2", *, cutoff_temperature: Optional[float] = None
+    strength: float = 1.0,
+    regularization: str = "l2",
+    *,
+    cutoff_temperature: Optional[float] = None,
+    units: str = "std",
 ) -> SoftRanker:
     """Soft ranks by projection onto the permutahedron (Blondel et al., 2020).
 
@@ -616,9 +708,12 @@ def softrank(
     :math:`\\sigma((r_i - r_j)/\\tau)`, in O(n^2) work and O(n) memory per list.
 
     Args:
-      strength: :math:`\\varepsilon > 0`, in units of scores.
+      strength: :math:`\\varepsilon > 0`, in units of the list's score standard
+        deviation (``units="std"``) or of the scores (``units="score"``).
       regularization: ``"l2"`` (Euclidean projection) or ``"kl"`` (entropic).
-      cutoff_temperature: :math:`\\tau` of the soft cutoff; default ``strength``.
+      cutoff_temperature: :math:`\\tau` of the soft cutoff (in rank positions, before
+        :meth:`~PointRanks.cutoff_width` widens it); default ``strength``.
+      units: ``"std"`` (scores divided by :func:`score_spread` first) or ``"score"``.
 
     Example:
       >>> import jax.numpy as jnp, jaxrank
@@ -629,7 +724,10 @@ def softrank(
     if regularization not in ("l2", "kl"):
         raise ValueError(f"regularization must be 'l2' or 'kl', got {regularization!r}")
     return SoftRanker(
-        _positive(strength, "strength"), regularization, _optional_positive(cutoff_temperature, "cutoff_temperature")
+        _positive(strength, "strength"),
+        regularization,
+        _optional_positive(cutoff_temperature, "cutoff_temperature"),
+        _check_units(units),
     )
 
 
@@ -710,21 +808,25 @@ class NeuralSortRanker:
 
     temperature: float = 1.0
     sinkhorn: int = 0
+    units: str = "std"
 
     smooth = True
 
     def __call__(self, scores, where=None, *, depth: Optional[int] = None) -> PermutationRanks:
         del depth
         s, valid = _inputs(scores, where)
+        s = _in_units(s, valid, self.units)
         n = s.shape[-1]
         m = jnp.sum(valid, axis=-1, keepdims=True).astype(s.dtype)
-        spread = jnp.sum(jnp.where(valid[..., None, :], jnp.abs(s[..., :, None] - s[..., None, :]), 0), -1)
+        # the k = j term is 0: kept out of abs's kink, as in softsort
+        others = valid[..., None, :] & ~jnp.eye(n, dtype=bool)
+        spread = jnp.sum(jnp.where(others, jnp.abs(s[..., :, None] - s[..., None, :]), 0), -1)
         coef = m + 1 - 2 * jnp.arange(1, n + 1, dtype=s.dtype)  # [..., n] per position
         logits = (coef[..., :, None] * s[..., None, :] - spread[..., None, :]) / self.temperature
         return PermutationRanks(perm=_permutation_from_logits(logits, valid, self.sinkhorn), valid=valid)
 
 
-def neuralsort(temperature: float = 1.0, sinkhorn: int = 0) -> NeuralSortRanker:
+def neuralsort(temperature: float = 1.0, sinkhorn: int = 0, *, units: str = "std") -> NeuralSortRanker:
     """NeuralSort relaxed sorting (Grover et al., 2019).
 
     Over the :math:`m` valid items, with :math:`A_j = \\sum_k |s_j - s_k|`,
@@ -735,6 +837,9 @@ def neuralsort(temperature: float = 1.0, sinkhorn: int = 0) -> NeuralSortRanker:
     followed by ``sinkhorn`` iterations of column / row normalisation (NeuralNDCG,
     Pobrotyn & Bialobrzeski, 2021). The metric is then evaluated at the integer
     positions through :class:`PermutationRanks`. O(n^2) time and memory per list.
+    ``temperature`` is in units of the list's score standard deviation (default
+    ``units="std"``; the scores are divided by :func:`score_spread` first) or of the
+    scores (``units="score"``).
 
     Example:
       >>> import jax.numpy as jnp, jaxrank
@@ -742,7 +847,7 @@ def neuralsort(temperature: float = 1.0, sinkhorn: int = 0) -> NeuralSortRanker:
       >>> round(float(jaxrank.ndcg(scores, labels, ranker=jaxrank.neuralsort(0.01))), 5)
       0.63093
     """
-    return NeuralSortRanker(_positive(temperature, "temperature"), _check_sinkhorn(sinkhorn))
+    return NeuralSortRanker(_positive(temperature, "temperature"), _check_sinkhorn(sinkhorn), _check_units(units))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -751,21 +856,26 @@ class SoftSortRanker:
 
     temperature: float = 1.0
     sinkhorn: int = 0
+    units: str = "std"
 
     smooth = True
 
     def __call__(self, scores, where=None, *, depth: Optional[int] = None) -> PermutationRanks:
         del depth
         s, valid = _inputs(scores, where)
+        s = _in_units(s, valid, self.units)
         n = s.shape[-1]
         m = jnp.sum(valid, axis=-1, keepdims=True)
         order = argsort_descending(sort_key(lax.stop_gradient(s), valid))
         top = jnp.where(jnp.arange(n) < m, jnp.take_along_axis(s, order, axis=-1), 0)
-        logits = -jnp.abs(top[..., :, None] - s[..., None, :]) / self.temperature
+        # |s_j - s_j| of the item sorted at each position is 0 by definition: written as 0,
+        # not left to abs's kink, whose side XLA's rounding of a fused s/spread can flip.
+        own = order[..., :, None] == jnp.arange(n)
+        logits = -jnp.where(own, 0, jnp.abs(top[..., :, None] - s[..., None, :])) / self.temperature
         return PermutationRanks(perm=_permutation_from_logits(logits, valid, self.sinkhorn), valid=valid)
 
 
-def softsort(temperature: float = 1.0, sinkhorn: int = 0) -> SoftSortRanker:
+def softsort(temperature: float = 1.0, sinkhorn: int = 0, *, units: str = "std") -> SoftSortRanker:
     """SoftSort relaxed sorting (Prillo & Eisenschlos, 2020).
 
     With :math:`\\hat s` the valid scores sorted descending, position
@@ -775,7 +885,8 @@ def softsort(temperature: float = 1.0, sinkhorn: int = 0) -> SoftSortRanker:
 
     optionally followed by ``sinkhorn`` normalisation iterations; evaluated
     through :class:`PermutationRanks`. O(n log n) sort plus O(n^2) time and
-    memory per list.
+    memory per list. ``temperature`` is in units of the list's score standard
+    deviation (default ``units="std"``) or of the scores (``units="score"``).
 
     Example:
       >>> import jax.numpy as jnp, jaxrank
@@ -783,7 +894,7 @@ def softsort(temperature: float = 1.0, sinkhorn: int = 0) -> SoftSortRanker:
       >>> round(float(jaxrank.ndcg(scores, labels, ranker=jaxrank.softsort(0.01))), 5)
       0.63093
     """
-    return SoftSortRanker(_positive(temperature, "temperature"), _check_sinkhorn(sinkhorn))
+    return SoftSortRanker(_positive(temperature, "temperature"), _check_sinkhorn(sinkhorn), _check_units(units))
 
 
 # ---------------------------------------------------------------------------------
@@ -890,6 +1001,11 @@ def gumbel(ranker, samples: int = 8, key=None) -> GumbelRanker:
     log-weights ``scores``. The noise is fixed by ``key`` (default
     ``jax.random.PRNGKey(0)``; an int is a seed); pass a fresh key per training
     step for fresh samples (a traced key works under ``jit``).
+
+    The noise is in the units of the scores (the scores are the model's
+    log-weights), whatever the inner ranker's ``units``: on scores of spread far
+    below 1 the sampled orders are close to uniform, and the gradient is small (but
+    not zero) until the scores spread out.
 
     Example:
       >>> import jax.numpy as jnp, jaxrank

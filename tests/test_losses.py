@@ -1,10 +1,12 @@
 """Losses: hand-computed values, masks, finite gradients, shapes."""
 
+import functools
 import math
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 import jaxrank
@@ -160,3 +162,59 @@ def test_losses_check_their_inputs():
         losses.listmle(jnp.zeros(3), jnp.zeros(4))
     with pytest.raises(ValueError):
         losses.pairwise_logistic(jnp.zeros(3, jnp.int32), jnp.zeros(3))
+
+
+# The README's soft loss (issue 11) --------------------------------------------------------
+README_RANKERS = [jaxrank.softrank(0.5), jaxrank.softrank(0.01), jaxrank.approx(0.1)]
+
+
+def _readme_batch(seed=0):
+    """[64, 200] lists: grades 1..4 on about 10% of the items, 5% padding."""
+    rng = np.random.default_rng(seed)
+    labels = jnp.asarray(rng.integers(1, 5, (64, 200)) * (rng.random((64, 200)) < 0.1))
+    where = jnp.asarray(rng.random((64, 200)) < 0.95)
+    return jnp.asarray(rng.normal(size=(64, 200)), jnp.float32), labels, where
+
+
+@functools.partial(jax.jit, static_argnames="ranker")
+def _readme_loss_and_grad(scores, labels, where, ranker):
+    """The README's recipe: the mean over lists of 1 - soft nDCG@10."""
+    return jax.value_and_grad(
+        lambda s: losses.metric_loss(s, labels, where=where, ranker=ranker, k=10).mean()
+    )(scores)
+
+
+@pytest.mark.parametrize("ranker", README_RANKERS, ids=repr)
+def test_the_readme_soft_loss_has_a_gradient_at_every_score_scale(ranker):
+    # Before the scale-aware defaults: loss exactly 1 and a zero gradient at std 0.06, 0.56, 5.6.
+    base, labels, where = _readme_batch()
+    for std in (0.01, 0.06, 0.56, 5.6, 100.0):
+        loss, grad = _readme_loss_and_grad(base * std, labels, where, ranker)
+        grad = np.asarray(grad)
+        assert float(loss) < 0.99 and np.all(np.isfinite(grad)), (ranker, std, loss)
+        per_list = np.linalg.norm(grad, axis=-1)
+        # softrank(0.01) is l2 below the gaps of most neighbours: exact (piecewise constant)
+        # ranks on parts of a list, so some lists can have no gradient; the batch has one.
+        assert np.all(per_list > 0) if getattr(ranker, "strength", None) != 0.01 else np.sum(per_list > 0) > 32, (ranker, std)
+        assert np.all(grad[~np.asarray(where)] == 0)
+
+
+def test_the_readme_soft_loss_trains_from_small_random_scores():
+    base, labels, where = _readme_batch(seed=1)
+    scores = base * 0.01  # normal(0, 0.01): the scale that gave a zero gradient
+    ranker = README_RANKERS[0]
+
+    def exact(s):
+        return float(jnp.mean(jaxrank.ndcg(s, labels, k=10, where=where)))
+
+    opt = optax.adam(0.01)
+    state = opt.init(scores)
+    before, losses_seen = exact(scores), []
+    for _ in range(5):
+        loss, grad = _readme_loss_and_grad(scores, labels, where, ranker)
+        updates, state = opt.update(grad, state)
+        scores = optax.apply_updates(scores, updates)
+        losses_seen.append(float(loss))
+    after = exact(scores)
+    assert after > before + 0.2, (before, after)
+    assert losses_seen[-1] < losses_seen[0]

@@ -1,6 +1,8 @@
 """Smooth rankers: limits, gradients, masks, the permutahedron projection, transforms."""
 
+import dataclasses
 import functools
+import math
 
 import jax
 import jax.numpy as jnp
@@ -249,7 +251,7 @@ def test_rankers_are_hashable_frozen_and_usable_as_defaults():
         assert a == b and hash(a) == hash(b)
         assert a != make(0.5)
         assert a.smooth is True
-        with pytest.raises(Exception):
+        with pytest.raises(dataclasses.FrozenInstanceError):
             a.temperature = 1.0  # frozen
 
     @jax.jit
@@ -278,7 +280,7 @@ def test_ranks_are_pytrees_and_can_be_shared_between_metrics():
     names = ("ndcg@3", "precision@3", "recall@3", "average_precision", "reciprocal_rank")
     for name in ("approx", "softrank_kl", "softsort", "gumbel_approx"):
         ranker = RANKERS[name](T)
-        ranks = jax.jit(lambda s, w: ranker(s, w))(scores, where)  # a pytree crosses jit
+        ranks = jax.jit(lambda s, w, ranker=ranker: ranker(s, w))(scores, where)  # a pytree crosses jit
         assert ranks.smooth and ranks.size == scores.shape[-1]
         shared = jax.jit(lambda r: jaxrank.ndcg(scores, labels, k=3, where=where, ranker=r))(ranks)
         through_ranker = _all_metrics(scores, labels, where, ranker, names)
@@ -286,21 +288,141 @@ def test_ranks_are_pytrees_and_can_be_shared_between_metrics():
         np.testing.assert_allclose(_shared_metrics(scores, labels, where, ranker, names), through_ranker, rtol=1e-12)
 
 
+def _numpy_cutoff_width(ranks, where, tau):
+    """sqrt(tau^2 + 3/pi^2 * max(0, (m^2 - 1)/12 - var(ranks))) per list, in numpy."""
+    ranks, where = np.asarray(ranks), np.asarray(where)
+    out = []
+    for r, w in zip(ranks, where):
+        m = w.sum()
+        lost = max(0.0, (m * m - 1) / 12 - np.var(r[w]))
+        out.append(math.sqrt(tau**2 + 3 / math.pi**2 * lost))
+    return np.asarray(out)[:, None]
+
+
 def test_one_soft_cutoff_is_shared_by_the_point_rank_rankers():
-    scores = jnp.array([[0.3, 2.0, -1.0, 0.5]])
-    pos, k = jnp.array([1.0, 2.6, 3.0]), jnp.array(2.0)
+    scores = jnp.array([[0.3, 2.0, -1.0, 0.5], [0.1, -0.4, 0.2, 0.0]])
+    where = jnp.array([[True] * 4, [True, True, True, False]])
+    pos, k = jnp.array([[1.0, 2.6, 3.0], [1.0, 1.4, 2.5]]), jnp.array(2.0)
     for ranker, tau in [
         (jaxrank.approx(0.3), 0.3),
-        (jaxrank.softrank(0.2), 0.2),
         (jaxrank.softrank(0.2, "kl"), 0.2),
-        (jaxrank.approx(0.3, cutoff_temperature=0.05), 0.05),
         (jaxrank.softrank(0.2, cutoff_temperature=0.05), 0.05),
+        (jaxrank.softrank(3.0, units="score"), 3.0),
     ]:
-        ranks = jax.eval_shape(ranker, scores)  # the cutoff needs only the static tau
-        np.testing.assert_array_equal(ranks.cutoff(pos, k), jaxrank.soft_cutoff(pos, k, tau))
+        # exact ranks (a cold ranker) keep the temperature itself
+        cold = dataclasses.replace(ranker, **{"strength" if hasattr(ranker, "strength") else "temperature": 1e-4})
+
+        @jax.jit
+        def parts(s, w, ranker=ranker, cold=cold):
+            ranks = ranker(s, w)
+            # [..., n, C] positions (a metric's cutoffs) take the same per-list width
+            wide = ranks.cutoff(pos[..., None], k[None])[..., 0]
+            return ranks.ranks, ranks.cutoff_width(), ranks.cutoff(pos, k), wide, cold(s, w).cutoff_width()
+
+        ranks, width, cut, wide, cold_width = parts(scores, where)
+        want = _numpy_cutoff_width(ranks, where, tau)
+        np.testing.assert_allclose(width, want, rtol=1e-12)
+        np.testing.assert_allclose(cut, jaxrank.soft_cutoff(pos, k, want), rtol=1e-12)
+        np.testing.assert_allclose(wide, cut, rtol=1e-12)
+        np.testing.assert_allclose(cold_width, ranker.cutoff_temperature or 1e-4, rtol=1e-9)
     np.testing.assert_allclose(jaxrank.soft_cutoff(jnp.array([2.0, 3.0]), 2.0, 1e-3), [1.0, 0.0], atol=1e-12)
     # permutation-matrix rankers evaluate f at integer positions: the exact indicator
-    np.testing.assert_array_equal(jax.eval_shape(jaxrank.neuralsort(0.3), scores).cutoff(pos, k), [1.0, 0.0, 0.0])
+    np.testing.assert_array_equal(jax.eval_shape(jaxrank.neuralsort(0.3), scores).cutoff(pos, k), [[1, 0, 0], [1, 1, 0]])
+
+
+def test_the_cutoff_widens_as_far_as_the_soft_ranks_collapse():
+    # The issue's failure: strength far above the score gaps (units="score" keeps the
+    # strength in the units of the scores) puts every soft rank near the mean rank 100.5.
+    rng = np.random.default_rng(4)
+    scores = jnp.asarray(rng.normal(0, 0.01, (2, 200)))
+    labels = jnp.asarray(rng.integers(0, 5, (2, 200)))
+    ranker = jaxrank.softrank(0.5, units="score")
+
+    @jax.jit
+    def collapse(s):
+        ranks = ranker(s)
+        grad = jax.grad(lambda x: jaxrank.ndcg(x, labels, k=10, ranker=ranker).sum())(s)
+        return ranks.ranks, ranks.cutoff_width(), ranks.cutoff(ranks.ranks, jnp.array(10.0)), grad
+
+    ranks, width, weight, grad = collapse(scores)
+    assert np.all(np.abs(np.asarray(ranks) - 100.5) < 0.1)
+    # width sqrt(0.25 + 3/pi^2 * lost) with lost ~ (200^2 - 1)/12: about 200 / (2 pi)
+    np.testing.assert_allclose(width, 200 / (2 * math.pi), rtol=1e-3)
+    # every item keeps a cutoff weight near sigmoid((10.5 - 100.5) / width) at k = 10
+    # (instead of sigmoid(-90 / 0.5) = 1e-78), and the loss a gradient
+    np.testing.assert_allclose(weight, 1 / (1 + math.exp(90 * 2 * math.pi / 200)), rtol=2e-3)
+    assert np.all(np.isfinite(grad))
+    for g, y in zip(np.asarray(grad), np.asarray(labels)):  # the better the label, the more it is pushed up
+        assert np.corrcoef(g, y)[0, 1] > 0.5
+
+
+# ---------------------------------------------------------------------------------
+# Units: temperatures in rank positions
+# ---------------------------------------------------------------------------------
+def test_score_spread_is_the_standard_deviation_of_the_valid_scores():
+    rng = np.random.default_rng(12)
+    scores = rng.normal(size=(5, 9)) * np.array([[1e-3], [1.0], [1e3], [1.0], [1e30]])
+    where = rng.random((5, 9)) < 0.8
+    where[3] = [True] + [False] * 8  # one valid item: unit 1
+    want = [np.std(s[w]) if w.sum() >= 2 else 1.0 for s, w in zip(scores, where)]
+    got = soft.score_spread(jnp.asarray(scores), jnp.asarray(where))
+    assert got.shape == (5, 1)
+    np.testing.assert_allclose(got[:, 0], want, rtol=1e-10)
+    np.testing.assert_array_equal(soft.score_spread(jnp.full((1, 6), 7.0)), [[1.0]])  # all tied: 1
+    g = jax.grad(lambda s: soft.score_spread(s, jnp.asarray(where)).sum())(jnp.asarray(scores))
+    assert np.all(np.isfinite(g)) and np.all(np.asarray(g)[~where] == 0)
+
+
+@pytest.mark.parametrize("name", [r for r in CORE if not r.startswith("gumbel")])
+def test_rankers_are_invariant_to_the_scale_and_shift_of_the_scores(name):
+    scores, labels, where = _tie_free(seed=13)
+    ranker = RANKERS[name](T)
+    v1, g1 = _values_and_grad(scores, labels, where, ranker, OPS)
+    v2, g2 = _values_and_grad(scores * 1e3 - 7.0, labels, where, ranker, OPS)
+    np.testing.assert_allclose(v2, v1, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(g2) * 1e3, g1, rtol=1e-7, atol=1e-10)
+    if name not in ("softrank_l2", "softsort"):  # one of each kind: each is one more compile
+        return
+    # units="score": the same ranker on scores already divided by the list's spread
+    unit = soft.score_spread(scores, where)
+    in_scores = dataclasses.replace(ranker, units="score")
+    v3 = _all_metrics(scores / unit, labels, where, in_scores, OPS)
+    np.testing.assert_allclose(v3, v1, rtol=1e-9, atol=1e-12)
+
+
+# One ranker of each kind at the settings of the issue (README: softrank(0.5); approx(0.1)).
+GRID = {
+    "approx": jaxrank.approx(0.1),
+    "softrank_l2": jaxrank.softrank(0.5),
+    "softrank_kl": jaxrank.softrank(0.5, "kl"),
+    "neuralsort": jaxrank.neuralsort(1.0),
+    "softsort": jaxrank.softsort(1.0),
+    "gumbel_softrank": jaxrank.gumbel(jaxrank.softrank(0.5), samples=2, key=0),
+}
+GRID_STDS = (0.01, 1.0, 100.0)
+
+
+@functools.partial(jax.jit, static_argnames="ranker")
+def _grid_gradients(scores, labels, ranker):
+    """d nDCG / d scores of each list, with k = None and k = 10: [2, lists, n]."""
+
+    def both(s):
+        return jnp.stack([jaxrank.ndcg(s, labels, k=k, ranker=ranker).sum() for k in (None, 10)])
+
+    return jax.jacrev(both)(scores)
+
+
+@pytest.mark.parametrize("n", [10, 200, 1000])
+def test_every_soft_ranker_has_a_gradient_at_every_list_size_and_score_scale(n):
+    rng = np.random.default_rng(n)
+    base = rng.normal(size=(1, n))
+    scores = jnp.asarray(base * np.asarray(GRID_STDS)[:, None], jnp.float32)  # one list, at each std
+    labels = jnp.asarray(np.repeat(rng.integers(0, 5, (1, n)) * (rng.random((1, n)) < 0.3), len(GRID_STDS), 0))
+    for name, ranker in GRID.items():
+        grads = np.asarray(_grid_gradients(scores, labels, ranker), np.float64)
+        assert np.all(np.isfinite(grads)), (name, n)
+        norms = np.linalg.norm(grads, axis=-1)  # [k, std]
+        assert np.all(norms > 0), (name, n, norms)
 
 
 def test_approx_pairwise_counts_equal_the_generic_rank_again_route():
@@ -329,6 +451,9 @@ def test_invalid_arguments_raise_value_errors():
         lambda: jaxrank.softsort(1.0, sinkhorn=1.5),
         lambda: jaxrank.gumbel(jaxrank.approx(), samples=0),
         lambda: jaxrank.gumbel("approx"),
+        lambda: jaxrank.approx(1.0, units="gap"),
+        lambda: jaxrank.softrank(1.0, units=None),
+        lambda: jaxrank.neuralsort(1.0, units="scores"),
     ):
         with pytest.raises(ValueError):
             bad()
