@@ -138,7 +138,7 @@ BREAKDOWN_SCRIPT = textwrap.dedent(
     t = [("start", time.perf_counter())]
     import jaxrank.cli  # what the console script imports first
     from jaxrank import trec
-    from jaxrank.evaluate import report
+    from jaxrank.trec.evaluate import report
     t.append(("import jaxrank (+ cli, trec, evaluate)", time.perf_counter()))
     qrels_path, run_path, measures = sys.argv[1], sys.argv[2], sys.argv[3:]
     q = trec.read_qrels(qrels_path)

@@ -2,7 +2,7 @@
 
 from jaxrank.accumulate import accumulator, compute
 from jaxrank.aggregate import aggregate
-from jaxrank.evaluate import evaluate
+from jaxrank.trec.evaluate import evaluate
 from jaxrank.grouping import Grouped, group_by_query
 from jaxrank.metrics import (
     average_precision,

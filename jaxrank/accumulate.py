@@ -6,7 +6,7 @@ value of each query; :func:`accumulator` keeps, instead of the per-query values,
 per measure that merge by addition, so that chunks, devices and hosts combine with ``+``
 or ``jax.lax.psum``.
 
-Both go through the measure table of :mod:`jaxrank.measures` (its parser and its per-query
+Both go through the measure table of :mod:`jaxrank.trec.measures` (its parser and its per-query
 kernels): one ranking of the batch, shared by every measure, and no second implementation
 of any measure.
 """
@@ -22,11 +22,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-# The trec engine's pieces used here: the parser and Plan (public), and the per-query
-# kernels over one shared ranking, _Ctx and _FAMILIES (private to the engine).
-from jaxrank import measures as _engine
 from jaxrank.aggregate import EMPTIES, GMEAN_FLOOR
 from jaxrank.ranking import TIE_POLICIES, hard
+
+# The trec engine's pieces used here: the parser and Plan (public), and the per-query
+# kernels over one shared ranking, _Ctx and _FAMILIES (private to jaxrank.trec).
+from jaxrank.trec._ctx import _Ctx
+from jaxrank.trec.kernels import _FAMILIES
+from jaxrank.trec.measures import Plan, parse_measures
 
 __all__ = ["Accumulator", "State", "accumulator", "compute"]
 
@@ -47,7 +50,7 @@ HOWS: tuple[str, ...] = ("mean", "gmean", "min", "max")
 class _Spec:
     """What the traced computation needs besides arrays (hashable: a jit static argument)."""
 
-    plan: _engine.Plan
+    plan: Plan
     columns: tuple[tuple[int, int], ...]  # (measure index, column index) of each output
     ties: str
 
@@ -62,7 +65,7 @@ def _spec(measures: Measures, *, rel: int, ties: str, num_docs: int) -> tuple[_S
         raise ValueError(f"rel must be an integer, got {rel!r}")
     if measures is None:
         raise ValueError("measures must be a measure string or a list of them, got None")
-    parsed = _engine.parse_measures(measures)
+    parsed = parse_measures(measures)
     chosen, names, columns = [], set(), []
     for i, m in enumerate(parsed):
         for j, c in enumerate(m.columns):
@@ -74,7 +77,7 @@ def _spec(measures: Measures, *, rel: int, ties: str, num_docs: int) -> tuple[_S
         bad = sorted({parsed[i].source for i, _ in chosen if parsed[i].family in _STABLE_ONLY})
         if bad:
             raise ValueError(f"ties={ties!r}: {bad} read the ranked list in one order; use ties='stable'")
-    plan = _engine.Plan(measures=parsed, level=int(rel), num_docs=int(num_docs))
+    plan = Plan(measures=parsed, level=int(rel), num_docs=int(num_docs))
     return _Spec(plan, tuple(chosen), ties), tuple(columns)
 
 
@@ -142,10 +145,10 @@ def _values(spec: _Spec, scores, rr, where, judg, jmask):
         if m.judged_only not in contexts:
             w = where & (rr >= 0) if m.judged_only else where
             ranks = hard(spec.ties)(scores, w, depth=None)
-            contexts[m.judged_only] = (_engine._Ctx(plan, scores, rr, w, judg, jmask, ranks=ranks), {})
+            contexts[m.judged_only] = (_Ctx(plan, scores, rr, w, judg, jmask, ranks=ranks), {})
         ctx, outs = contexts[m.judged_only]
         if i not in outs:
-            outs[i] = _engine._FAMILIES[m.family](ctx, m)
+            outs[i] = _FAMILIES[m.family](ctx, m)
         values.append(outs[i][:, j].astype(scores.dtype))
         empty.append(ctx.num_rel(ctx.level(m)) == 0)
     return jnp.stack(values, -1), jnp.stack(empty, -1)
@@ -207,7 +210,7 @@ def compute(
 
     Raises:
       ValueError: bad shapes or options, an unknown measure (a
-        :class:`~jaxrank.measures.MeasureError` naming the closest names).
+        :class:`~jaxrank.trec.measures.MeasureError` naming the closest names).
 
     Example:
       >>> import jaxrank

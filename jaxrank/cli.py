@@ -10,17 +10,28 @@ ir_measures strings (``-m nDCG@10 -m 'P(rel=2)@5'``). With the default ``--forma
 output is byte for byte trec_eval 10.0's. Without files, the demo pair shipped with jaxrank
 is evaluated (a note goes to stderr, so stdout stays trec_eval's). Bad input ends with exit
 status 1 and one line on stderr, with nothing on stdout.
+
+The command's start-up latency machinery lives here, not in the Python API: XLA flags and
+the persistent compilation cache, compilation started in the background for the batch shape
+the run most likely has (overlapping the reading of the run), the garbage collector off, and
+``os._exit`` once the output is written.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import gzip
 import os
 import sys
 import threading
-from collections.abc import Sequence
-from typing import Optional
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:  # annotations only
+    from jaxrank.trec.files import Qrels
+    from jaxrank.trec.measures import Plan
 
 
 class _UsageError(Exception):
@@ -115,10 +126,64 @@ def _one_line(message: object) -> str:
     return " ".join(str(message).split()) or "error"
 
 
+# -- start-up latency: compile in the background while the run is read
+
+
+def _in_background(work: Callable[[], None]) -> None:
+    # not a daemon: the interpreter waits for it at exit (a daemon thread killed inside
+    # XLA at exit can crash the process)
+    threading.Thread(target=work, name="jaxrank-compile", daemon=False).start()
+
+
+def _peek_depth(source) -> Optional[int]:
+    """How many lines the first query of a run file has (run files keep a query's lines
+    together), from its first MiB; None when that cannot be told."""
+    if not isinstance(source, (str, os.PathLike)):
+        return None
+    path = Path(source)
+    try:
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rb") as f:
+            head = f.read(1 << 20)
+    except OSError:
+        return None
+    count, first = 0, None
+    for line in head.split(b"\n")[:-1]:
+        fields = line.split(None, 1)
+        if not fields or fields[0].startswith(b"#"):
+            continue
+        if first is None:
+            first = fields[0]
+        elif fields[0] != first:
+            return count
+        count += 1
+    return count or None
+
+
+def _speculate(plan: Plan, q: Qrels, run_source, *, complete, max_docs) -> Optional[tuple]:
+    """Start compiling, in the background, for the batch shape the run most likely gives:
+    the qrels' queries and judgments, and the depth of the run's first query. Compilation
+    then overlaps the parsing of the run. Returns the shape, or None."""
+    depth = _peek_depth(run_source)
+    if depth is None or len(q) == 0:
+        return None
+    import numpy as np
+
+    from jaxrank.trec.engine import _bucket, _executable, _reuse, _rows_per_call
+
+    if max_docs is not None:
+        depth = min(depth, max_docs)
+    m = int(np.diff(q.offsets).max())
+    n = _bucket(max(depth, 1))
+    shape = _reuse(plan, (_rows_per_call(len(q), n), n, _bucket(max(m, 1))), None)
+    _executable(plan, shape, spawn=_in_background)
+    return shape
+
+
 def _run_eval(args) -> str:
     from jaxrank import trec
-    from jaxrank.evaluate import report
-    from jaxrank.measures import parse_measures
+    from jaxrank.trec.evaluate import report
+    from jaxrank.trec.measures import parse_measures
 
     parse_measures(args.measures)  # bad measure names fail before any file is read
     qrels, run = args.qrels, args.run
@@ -132,6 +197,7 @@ def _run_eval(args) -> str:
         str(qrels), str(run), args.measures, complete=args.complete, max_docs=args.max_docs,
         rel_level=args.rel_level, judged_only=args.judged_only, num_docs=args.num_docs,
         version=args.version,
+        before_run=lambda plan, q: _speculate(plan, q, str(run), complete=args.complete, max_docs=args.max_docs),
     )
     if args.format == "json":
         return rep.to_json(args.per_query)
@@ -162,8 +228,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"jaxrank: {_one_line(e)}", file=sys.stderr)
         return _finish(1, command)
     except Exception as e:  # malformed input, unknown measure, ...: one line, no traceback
-        from jaxrank.measures import MeasureError
-        from jaxrank.trec import TrecFormatError
+        from jaxrank.trec import MeasureError, TrecFormatError
 
         known = isinstance(e, (TrecFormatError, MeasureError, ValueError, OSError))
         prefix = "" if known else f"internal error ({type(e).__name__}): "
@@ -184,7 +249,7 @@ def _finish(status: int, command: bool) -> int:
     if not command:
         return status
     for thread in threading.enumerate():
-        if thread.name == "jaxrank-compile":  # jaxrank.evaluate's background compilations
+        if thread.name == "jaxrank-compile":  # _in_background's compilations
             thread.join()
     sys.stderr.flush()
     os._exit(status)

@@ -11,11 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jaxrank import trec
 from jaxrank.trec import (
     Batch,
     TrecFormatError,
+    _join,
+    _parse,
     demo_paths,
+    files,
     read_qrels,
     read_run,
     to_batch,
@@ -168,7 +170,7 @@ def test_small_read_blocks_give_the_same_result(tmp_path, monkeypatch, block_byt
     qrels_text = "".join(line.rsplit(" ", 1)[0] + " 1\n" for line in qrels_text.splitlines())
     expected_run = read_run(write(tmp_path, "r", run_text))
     expected_qrels = read_qrels(write(tmp_path, "q", qrels_text))
-    monkeypatch.setattr(trec, "_BLOCK_BYTES", block_bytes)
+    monkeypatch.setattr(_parse, "_BLOCK_BYTES", block_bytes)
     assert_same(read_run(tmp_path / "r"), expected_run)
     assert_same(read_qrels(tmp_path / "q"), expected_qrels)
 
@@ -208,7 +210,7 @@ def test_messy_random_files_read_like_a_plain_reader(tmp_path, monkeypatch, seed
         rng.shuffle(lines)
     text = "\n".join(lines) + ("\n" if rng.random() < 0.5 else "")
     expected = reference_run(text)
-    monkeypatch.setattr(trec, "_BLOCK_BYTES", int(rng.choice([32, 100, 1 << 22])))
+    monkeypatch.setattr(_parse, "_BLOCK_BYTES", int(rng.choice([32, 100, 1 << 22])))
     run = read_run(write(tmp_path, "r", text))
     got = [
         (q, d.decode(), sc)
@@ -236,9 +238,10 @@ def test_hash_collisions_change_nothing_that_is_read_or_matched(tmp_path, monkey
     r_path = write(tmp_path, "r", "".join(run_lines))
     expected = (read_qrels(q_path), read_run(r_path))
     expected_batch = to_batch(*expected, complete=True)
-    real = trec._hash
+    real = _parse._hash
     mask = np.uint64(((1 << kept_bits) - 1) << (64 - kept_bits)) if kept_bits else np.uint64(0)
-    monkeypatch.setattr(trec, "_hash", lambda strings: real(strings) & mask)
+    for module in (_parse, _join, files):  # every module that hashes
+        monkeypatch.setattr(module, "_hash", lambda strings: real(strings) & mask)
     got = (read_qrels(q_path), read_run(r_path))
     assert got[0].to_dict() == expected[0].to_dict()  # its order within a query follows the hash
     assert_same(got[1], expected[1])
@@ -491,7 +494,7 @@ def test_malformed_input_names_the_file_and_line(tmp_path, name, kind, text, lin
 
 
 def test_errors_in_later_blocks_have_the_right_line_numbers(tmp_path, monkeypatch):
-    monkeypatch.setattr(trec, "_BLOCK_BYTES", 64)
+    monkeypatch.setattr(_parse, "_BLOCK_BYTES", 64)
     good = "".join(f"{q} Q0 d{i} {i} {i}.5 t\n" for q in range(5) for i in range(20))
     path = write(tmp_path, "big.run", "# head\n" + good + "3 Q0 d7 1 1.0 t\n")
     with pytest.raises(TrecFormatError, match=r"big.run:102: .*'d7'.*'3'.*lines 69 and 102"):

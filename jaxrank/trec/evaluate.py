@@ -1,7 +1,7 @@
 """``jaxrank.evaluate``: qrels + run + measure strings -> values, as trec_eval computes them.
 
-The pipeline: read the inputs (:mod:`jaxrank.trec`), pad them into one batch, compute every
-requested measure in one jitted call (:func:`jaxrank.measures.compute`: one ranking, shared by
+The pipeline: read the inputs (:mod:`jaxrank.trec.files`), pad them into one batch, compute every
+requested measure in one jitted call (:mod:`jaxrank.trec.engine`: one ranking, shared by
 all measures), aggregate over queries as trec_eval does, and return plain Python values.
 :class:`Report` also renders trec_eval's text output byte for byte (used by ``jaxrank eval``).
 
@@ -11,25 +11,20 @@ match trec_eval's doubles.
 
 from __future__ import annotations
 
-import collections
 import csv
 import dataclasses
-import gzip
 import io
 import json
 import math
-import os
-import threading
-from collections.abc import Iterable
-from concurrent.futures import Future
-from pathlib import Path
+from collections.abc import Callable, Iterable
 from typing import Any, Optional, Union
 
 import jax
 import numpy as np
 
-from jaxrank import trec
-from jaxrank.measures import MIN_GEO_MEAN, Column, Plan, lower_plan, parse_measures, relstring_text
+from jaxrank.trec import files as trec
+from jaxrank.trec.engine import _bucket, _executable, _pad, _reuse, _rows_per_call, relstring_text
+from jaxrank.trec.measures import MIN_GEO_MEAN, Column, Plan, parse_measures
 
 __all__ = ["Report", "evaluate", "report"]
 
@@ -42,7 +37,7 @@ class Report:
 
     Attributes:
         qids: the evaluated queries, in trec_eval's order.
-        columns: one :class:`~jaxrank.measures.Column` per printed measure name, in order.
+        columns: one :class:`~jaxrank.trec.measures.Column` per printed measure name, in order.
         values: column name -> per-query values (``[Q]`` float64 array, or a list of str).
         summary: column name -> summary value (float, int or str), for summary columns.
     """
@@ -197,125 +192,6 @@ def format_values(v: np.ndarray) -> list[str]:
 # ----------------------------------------------------------------------------- evaluation
 
 
-def _bucket(x: int, minimum: int = 8) -> int:
-    """``x`` rounded up to a size from a short list (at most 1/8 larger), so that calls of
-    similar sizes share a compiled function."""
-    if x <= minimum:
-        return minimum
-    p = 1 << (x - 1).bit_length()
-    step = max(p // 8, 1)
-    return -(-x // step) * step
-
-
-# Queries per compiled call: a batch of at most about this many (query, document) cells
-# goes through XLA at once, bigger batches in slices of queries. This bounds the memory of
-# XLA's intermediate arrays (a few dozen [rows, n] float64 arrays for all_trec) whatever
-# the number of queries; the compiled function is shared by the slices.
-_CELLS_PER_CALL = 1 << 18
-
-
-def _rows_per_call(n_q: int, n: int) -> int:
-    return _bucket(min(n_q, max(8, _CELLS_PER_CALL // max(n, 1))))
-
-
-def _pad(a: np.ndarray, rows: int, cols: int, fill) -> np.ndarray:
-    if a.shape == (rows, cols):
-        return a
-    out = np.full((rows, cols), fill, dtype=a.dtype)
-    out[: a.shape[0], : a.shape[1]] = a
-    return out
-
-
-# Compiled computations, by (plan, queries, n, m): futures, so that a compilation started in
-# the background (see _speculate) is waited for, never repeated.
-_EXECUTABLES: collections.OrderedDict[tuple, Future] = collections.OrderedDict()
-_EXECUTABLES_LOCK = threading.Lock()
-_EXECUTABLES_KEPT = 16
-
-
-def _executable(plan: Plan, shape: tuple[int, int, int], background: bool = False) -> Future:
-    key = (plan,) + shape
-    with _EXECUTABLES_LOCK:
-        future = _EXECUTABLES.get(key)
-        if future is not None:
-            _EXECUTABLES.move_to_end(key)
-            return future
-        future = _EXECUTABLES[key] = Future()
-        while len(_EXECUTABLES) > _EXECUTABLES_KEPT:
-            _EXECUTABLES.popitem(last=False)
-
-    def fail(e: BaseException) -> None:
-        with _EXECUTABLES_LOCK:
-            if _EXECUTABLES.get(key) is future:
-                del _EXECUTABLES[key]
-        future.set_exception(e)
-
-    # Lowering is Python under the GIL: done here, it does not slow the parsing of the run
-    # that a background compilation overlaps (measured: ~0.15 s less end to end).
-    try:
-        with jax.enable_x64(True):
-            lowered = lower_plan(plan, *shape)
-    except Exception as e:  # noqa: BLE001 - handed to whoever waits
-        fail(e)
-        return future
-
-    def work():
-        try:
-            with jax.enable_x64(True):
-                future.set_result(lowered.compile())
-        except BaseException as e:  # noqa: BLE001 - handed to whoever waits
-            fail(e)
-
-    if background:
-        # not a daemon: the interpreter waits for it at exit (a daemon thread killed inside
-        # XLA at exit can crash the process)
-        threading.Thread(target=work, name="jaxrank-compile", daemon=False).start()
-    else:
-        work()
-    return future
-
-
-def _peek_depth(source) -> Optional[int]:
-    """How many lines the first query of a run file has (run files keep a query's lines
-    together), from its first MiB; None when that cannot be told."""
-    if not isinstance(source, (str, os.PathLike)):
-        return None
-    path = Path(source)
-    try:
-        opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "rb") as f:
-            head = f.read(1 << 20)
-    except OSError:
-        return None
-    count, first = 0, None
-    for line in head.split(b"\n")[:-1]:
-        fields = line.split(None, 1)
-        if not fields or fields[0].startswith(b"#"):
-            continue
-        if first is None:
-            first = fields[0]
-        elif fields[0] != first:
-            return count
-        count += 1
-    return count or None
-
-
-def _speculate(plan: Plan, q: trec.Qrels, run_source, *, complete, max_docs) -> Optional[tuple]:
-    """Start compiling, in the background, for the batch shape the run most likely gives:
-    the qrels' queries and judgments, and the depth of the run's first query. Compilation
-    then overlaps the parsing of the run. Returns the shape, or None."""
-    depth = _peek_depth(run_source)
-    if depth is None or len(q) == 0:
-        return None
-    if max_docs is not None:
-        depth = min(depth, max_docs)
-    m = int(np.diff(q.offsets).max())
-    n = _bucket(max(depth, 1))
-    shape = _reuse(plan, (_rows_per_call(len(q), n), n, _bucket(max(m, 1))), None)
-    _executable(plan, shape, background=True)
-    return shape
-
-
 def _group(
     plan: Plan, q: trec.Qrels, r: trec.Run, *, complete: bool, max_docs: Optional[int],
     judged_only: bool, guess: Optional[tuple] = None,
@@ -356,23 +232,6 @@ def _group(
     return [str(x) for x in batch.qids.tolist()], out, bogus, positive
 
 
-def _fits(guess: tuple, shape: tuple) -> bool:
-    """Can a batch of ``shape`` be padded to ``guess`` at a small cost?"""
-    if any(g < s for g, s in zip(guess, shape)):
-        return False
-    return guess[0] * guess[1] <= 2 * shape[0] * shape[1] + (1 << 16)
-
-
-def _reuse(plan: Plan, shape: tuple, guess: Optional[tuple]) -> tuple:
-    """The shape to compute ``shape`` at: the background guess, or a shape already compiled
-    for this plan, when padding to it is cheap; else ``shape`` itself."""
-    if guess is not None and _fits(guess, shape):
-        return guess
-    with _EXECUTABLES_LOCK:
-        known = [key[1:] for key in _EXECUTABLES if key[0] == plan and _fits(key[1:], shape)]
-    return min(known, key=lambda k: k[0] * (k[1] + k[2])) if known else shape
-
-
 def report(
     qrels,
     run,
@@ -385,8 +244,14 @@ def report(
     num_docs: int = 0,
     version: str = "10",
     queries: Optional[str] = None,
+    before_run: Optional[Callable[[Plan, trec.Qrels], Optional[tuple]]] = None,
 ) -> Report:
-    """Evaluate and keep everything: see :func:`evaluate` for the arguments."""
+    """Evaluate and keep everything: see :func:`evaluate` for the arguments.
+
+    ``before_run(plan, qrels)``, when given and the run is still to be read, is called
+    before the run is read and returns a batch shape it started compiling for (or None):
+    the command line uses it to overlap compilation with reading (:mod:`jaxrank.cli`).
+    """
     complete = _complete(queries, complete)
     if version not in ("9", "10"):
         raise ValueError(f"version must be '10' or '9', got {version!r}")
@@ -400,9 +265,8 @@ def report(
     plans = {jo: dataclasses.replace(plan, measures=tuple(parsed[i] for i in idx)) for jo, idx in groups.items()}
     q = qrels if isinstance(qrels, trec.Qrels) else trec.read_qrels(qrels)
     guess = None
-    if not isinstance(run, trec.Run):
-        first = next(iter(plans.values()))
-        guess = _speculate(first, q, run, complete=complete, max_docs=max_docs)
+    if before_run is not None and not isinstance(run, trec.Run):
+        guess = before_run(next(iter(plans.values())), q)
     r = run if isinstance(run, trec.Run) else trec.read_run(run)
     results: list = [None] * len(parsed)
     qids, bogus, positive = None, None, None
@@ -518,7 +382,7 @@ def evaluate(
 
     Raises:
         jaxrank.trec.TrecFormatError: a malformed or unreadable input (file and line named).
-        jaxrank.measures.MeasureError: an unknown measure (the closest names suggested).
+        jaxrank.trec.MeasureError: an unknown measure (the closest names suggested).
         ValueError: no query in both inputs, or bad options.
 
     Example:

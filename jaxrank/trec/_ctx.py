@@ -1,0 +1,142 @@
+"""The context every kernel of one call shares (:class:`_Ctx`: one ranking and its
+rank-order views, memoised, and the gains of the nDCG family) and small helpers of the
+kernels of :mod:`jaxrank.trec.kernels`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax.numpy as jnp
+
+from jaxrank import metrics
+from jaxrank.ranking import HardRanks, hard
+from jaxrank.ranking._backend import cumsum
+from jaxrank.trec.measures import Measure, Plan, _valid_int
+
+
+def _safe_div(num, den):
+    return jnp.where(den > 0, num / jnp.where(den > 0, den, 1), 0.0)
+
+
+def _identity(y):
+    return y
+
+
+def _col(x):
+    return x[..., None] if x.ndim == 1 else x
+
+
+class _Ctx:
+    """What every measure of one call shares: one ranking and its rank-order views.
+
+    ``rr`` holds trec_eval's relevance values in input order (rel when judged, -1 not in
+    the qrels, -2 pooled but unjudged); ``judg``/``jvalid`` the qrels rels of the query and
+    the mask of the judged ones (rel >= 0), which are what trec_eval counts.
+    """
+
+    def __init__(self, plan: Plan, scores, rr, where, judg, jmask, ranks=None, ideals=None):
+        self.plan = plan
+        self.where = where
+        self.rr = rr.astype(scores.dtype)
+        self.judg = judg.astype(scores.dtype)
+        self.jmask = jmask
+        self.jvalid = jmask & (judg >= 0)
+        self.scores = scores
+        self.ranks: HardRanks = hard("stable")(scores, where, depth=None) if ranks is None else ranks
+        self.n = scores.shape[-1]
+        self.m = judg.shape[-1]
+        self.fdtype = scores.dtype
+        self._memo: dict = {("ideal", p): v for p, v in (ideals or {}).items()}
+
+    def memo(self, key, fn):
+        if key not in self._memo:
+            self._memo[key] = fn()
+        return self._memo[key]
+
+    def level(self, measure: Measure) -> int:
+        return self.plan.level if measure.level is None else measure.level
+
+    # -- metrics.py, with the shared ranking ----------------------------------------------
+    def metric(self, fn: Callable, labels=None, judged: bool = False, **kw):
+        """``fn(scores, labels, where=, ranker=ranks, **kw)``; ``judged`` adds the qrels."""
+        extra = dict(judgments=self.judg, judgments_where=self.jvalid) if judged else {}
+        labels = self.rr if labels is None else labels
+        ranker = {} if fn is metrics.num_rel else dict(ranker=self.ranks)
+        return fn(self.scores, labels, where=self.where, **ranker, **extra, **kw)
+
+    def num_ret(self):
+        return self.memo("num_ret", lambda: self.metric(metrics.num_ret))
+
+    def num_rel(self, level):
+        return self.memo(("num_rel", level), lambda: self.metric(metrics.num_rel, judged=True, rel=level))
+
+    def num_rel_ret(self, level):
+        return self.memo(("num_rel_ret", level), lambda: self.metric(metrics.num_rel_ret, rel=level))
+
+    # -- rank-order views -----------------------------------------------------------------
+    @property
+    def pos(self):
+        return jnp.arange(1, self.n + 1, dtype=self.fdtype)
+
+    def valid_s(self):
+        return self.memo("valid_s", self.ranks.valid_positions)
+
+    def in_rank_order(self, v):
+        """``v[..., n]`` (input order) in rank order; invalid positions hold 0."""
+        return self.ranks.in_rank_order(v)
+
+    def rr_s(self):
+        return self.memo("rr_s", lambda: self.in_rank_order(self.rr))
+
+    def rel_s(self, level):
+        """Relevant (rel >= level) in rank order, as floats."""
+        return self.memo(("rel_s", level), lambda: (self.valid_s() & (self.rr_s() >= level)).astype(self.fdtype))
+
+    def cum_rel(self, level):
+        return self.memo(("cum_rel", level), lambda: cumsum(self.rel_s(level)))
+
+    # -- gains (nDCG family, rbp) ---------------------------------------------------------
+    def gains(self, values, pairs):
+        """trec_eval's ``get_gain``: the gain of each relevance value. Levels >= 0 default to
+        the level, other values to 0; ``pairs`` with integer names override."""
+        out = jnp.where(values >= 0, values, 0.0)
+        for name, value in pairs:
+            if _valid_int(name):
+                out = jnp.where(values == int(name), value, out)
+        return out
+
+    def ideal_gains(self, pairs):
+        """The gains of the judged documents, input order, 0 for the unjudged."""
+        return self.memo(("ideal_gains", pairs), lambda: jnp.where(self.jvalid, self.gains(self.judg, pairs), 0.0))
+
+    def ideal_ranks(self, pairs):
+        """The exact ranking of the judged documents of positive gain by gain: the ideal
+        ordering that nDCG (``metrics.ndcg(ideal_ranks=)``) and :meth:`ideal` share."""
+
+        def build():
+            g = self.ideal_gains(pairs)
+            return hard("stable")(g, g > 0, depth=None)
+
+        return self.memo(("ideal_ranks", pairs), build)
+
+    def ideal(self, pairs):
+        """Positive gains of the judged documents, sorted descending: ``[Q, m]`` (0 after)."""
+        return self.memo(("ideal", pairs), lambda: self.ideal_ranks(pairs).in_rank_order(self.ideal_gains(pairs)))
+
+    def ideal_at_positions(self, pairs):
+        """The ideal gains aligned with the ``n`` retrieval positions (padded or cut)."""
+        ig = self.ideal(pairs)
+        if self.m >= self.n:
+            return ig[..., : self.n]
+        return jnp.pad(ig, [(0, 0)] * (ig.ndim - 1) + [(0, self.n - self.m)])
+
+    def dcg_terms(self, pairs):
+        """Results gains over log2(rank + 1), rank order, and their running sum."""
+
+        def build():
+            g = self.in_rank_order(self.gains(self.rr, pairs))
+            terms = g * metrics.log2_discount(self.pos)
+            return g, cumsum(terms)
+
+        return self.memo(("dcg_terms", pairs), build)
