@@ -251,7 +251,7 @@ def standardize_scores(scores, where, eps: float = 1e-6):
 
 def make_loss(name: str, temperature: Optional[float] = None, gain: str = "linear", *,
               cutoff: Optional[int] = None, sinkhorn: int = 0, regularization: str = "l2",
-              score_norm: bool = False, gumbel: int = 0) -> Callable:
+              score_norm: bool = False, gumbel: int = 0, units: str = "score") -> Callable:
     """``loss(scores, labels, where, scale=1.0, key=None) -> [Q]`` from :mod:`jaxrank.losses`.
 
     ``approx`` / ``softrank`` / ``neuralsort`` / ``softsort``: ``1 - nDCG`` computed by
@@ -263,6 +263,8 @@ def make_loss(name: str, temperature: Optional[float] = None, gain: str = "linea
     whole list). ``sinkhorn`` iterations go to
     ``neuralsort``, ``regularization`` (``"l2"`` or ``"kl"``) to ``softrank``.
     ``score_norm``: the scores are first standardised per list (:func:`standardize_scores`).
+    ``units``: the soft ranker's ``units=`` (``"score"``: temperatures in score units, as this
+    protocol was tuned; ``"std"``: the library's default, fractions of each list's spread).
     ``gumbel > 0`` (and a ``key``): the loss is the mean over that many Plackett-Luce
     samples, :func:`jaxrank.gumbel` around the soft ranker, fresh noise for each ``key``
     (the stochastic treatment of Bruch et al., 2020).
@@ -280,10 +282,10 @@ def make_loss(name: str, temperature: Optional[float] = None, gain: str = "linea
         factory = getattr(jaxrank, name)
         options = {"neuralsort": dict(sinkhorn=sinkhorn), "softsort": dict(sinkhorn=sinkhorn),
                    "softrank": dict(regularization=regularization)}
-        # softrank's smoothing parameter is its regularization strength (in units
-        # of scores); approx, neuralsort and softsort call theirs a temperature.
+        # softrank's smoothing parameter is its regularization strength; approx, neuralsort
+        # and softsort call theirs a temperature.
         args = () if temperature is None else (temperature,)
-        ranker = factory(*args, **options.get(name, {}))
+        ranker = factory(*args, units=units, **options.get(name, {}))
 
         def loss(scores, labels, where, scale=1.0, key=None):
             if score_norm:
@@ -318,6 +320,7 @@ class Config:
     ema: float = 0.0  # decay of the moving average of the weights that is evaluated; 0: the last weights
     anneal: float = 1.0  # soft losses: temperature goes geometrically from anneal * T (step 0) to T (last step)
     score_norm: bool = False  # soft losses: standardise each list's scores before the soft ranker
+    units: str = "score"  # soft rankers' units= (docs/training.md was tuned in score units)
     warmup: float = 0.0  # fraction of the steps with a linear learning-rate warm-up from 0
     input_dropout: float = 0.0  # dropout on the MLP's input features
     layernorm: bool = False  # standardise each hidden layer's pre-activations over its units
@@ -597,7 +600,8 @@ def run(
     for name in losses:
         cfg = config_for(name, base, **overrides)
         loss_fn = make_loss(name, cfg.temperature, cfg.gain, cutoff=cfg.cutoff, sinkhorn=cfg.sinkhorn,
-                            regularization=cfg.regularization, score_norm=cfg.score_norm, gumbel=cfg.gumbel)
+                            regularization=cfg.regularization, score_norm=cfg.score_norm, gumbel=cfg.gumbel,
+                            units=cfg.units)
         data = data_for(cfg.transform)
         eval_split = data.valid if valid_fraction > 0 else data.test
         bar = None if tqdm is None else tqdm(total=cfg.steps, desc=f"{name} x{len(seeds)} seeds",
@@ -701,6 +705,8 @@ def main(argv=None) -> dict:
                    help="soft losses: start at this multiple of the temperature, decay geometrically to it")
     p.add_argument("--score-norm", choices=("on", "off"),
                    help="soft losses: standardise each list's scores before the soft ranker")
+    p.add_argument("--units", choices=("score", "std"),
+                   help="soft rankers' units= (default score: the tuned protocol; std: the library default)")
     p.add_argument("--warmup", type=float, help="fraction of the steps with a linear learning-rate warm-up")
     p.add_argument("--input-dropout", type=float, help="dropout rate on the MLP's input features")
     p.add_argument("--layernorm", choices=("on", "off"), help="LayerNorm (no affine) before each hidden ReLU")
@@ -727,7 +733,7 @@ def main(argv=None) -> dict:
                      temperature=args.temperature, gain=args.gain, ema=args.ema, transform=args.transform,
                      cutoff=args.cutoff, sinkhorn=args.sinkhorn, regularization=args.regularization,
                      query_norm=None if args.query_norm is None else args.query_norm == "on",
-                     anneal=args.anneal, warmup=args.warmup, input_dropout=args.input_dropout,
+                     anneal=args.anneal, warmup=args.warmup, units=args.units, input_dropout=args.input_dropout,
                      score_norm=None if args.score_norm is None else args.score_norm == "on",
                      layernorm=None if args.layernorm is None else args.layernorm == "on",
                      input_noise=args.input_noise, gumbel=args.gumbel, context=None if args.context is None else args.context == "on",
