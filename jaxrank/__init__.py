@@ -1,9 +1,14 @@
-"""jaxrank: ranking metrics for JAX, exact and differentiable, over one ranking primitive."""
+"""jaxrank: ranking metrics for JAX, exact and differentiable, over one ranking primitive.
 
+The names below are what users call. Implementation classes (the ``Ranks`` of each
+ranker, the accumulator's state, the TREC file types) live in their modules:
+:mod:`jaxrank.ranking`, :mod:`jaxrank.accumulate`, :mod:`jaxrank.trec`.
+"""
+
+from jaxrank import losses, retrieval
 from jaxrank.accumulate import accumulator, compute
 from jaxrank.aggregate import aggregate
-from jaxrank.trec.evaluate import evaluate
-from jaxrank.grouping import Grouped, group_by_query
+from jaxrank.grouping import group_by_query
 from jaxrank.metrics import (
     average_precision,
     dcg,
@@ -29,57 +34,29 @@ from jaxrank.metrics import (
     spearman,
     success,
 )
-from jaxrank.ranking import HardRanker, HardRanks, Ranks, hard
-from jaxrank import losses, retrieval
-from jaxrank.soft import (
-    ApproxRanker,
-    ApproxRanks,
-    GumbelRanker,
-    GumbelRanks,
-    NeuralSortRanker,
-    PermutationRanks,
-    PointRanks,
-    SoftRanker,
-    SoftRanks,
-    SoftSortRanker,
+from jaxrank.ranking import (
+    Ranker,
+    Ranks,
     approx,
     gumbel,
+    hard,
     neuralsort,
+    score_spread,
     soft_cutoff,
     soft_ranks,
     softrank,
     softsort,
 )
+from jaxrank.trec.evaluate import evaluate
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "ApproxRanker",
-    "ApproxRanks",
-    "Grouped",
-    "GumbelRanker",
-    "GumbelRanks",
-    "NeuralSortRanker",
-    "PermutationRanks",
-    "PointRanks",
-    "SoftRanker",
-    "SoftRanks",
-    "SoftSortRanker",
-    "approx",
-    "group_by_query",
-    "gumbel",
-    "losses",
-    "neuralsort",
-    "retrieval",
-    "soft_cutoff",
-    "soft_ranks",
-    "softrank",
-    "softsort",
-    "HardRanker",
-    "HardRanks",
+    "Ranker",
     "Ranks",
     "accumulator",
     "aggregate",
+    "approx",
     "average_precision",
     "compute",
     "dcg",
@@ -87,9 +64,13 @@ __all__ = [
     "evaluate",
     "fallout",
     "graded_average_precision",
+    "group_by_query",
+    "gumbel",
     "hard",
     "kendall_tau",
+    "losses",
     "ndcg",
+    "neuralsort",
     "num_rel",
     "num_rel_ret",
     "num_ret",
@@ -101,9 +82,15 @@ __all__ = [
     "recall",
     "recall_at_fixed_precision",
     "reciprocal_rank",
+    "retrieval",
     "roc_auc",
+    "score_spread",
     "set_precision",
     "set_recall",
+    "soft_cutoff",
+    "soft_ranks",
+    "softrank",
+    "softsort",
     "spearman",
     "success",
 ]

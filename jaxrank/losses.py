@@ -8,7 +8,7 @@ Masked items never contribute and get zero gradient; a list without valid
 items has loss 0 (or 1 for the metric losses, whose metric is 0 there).
 
 *Metric losses* are ``1 - metric`` with a smooth ranker from
-:mod:`jaxrank.soft`: the same metric code as evaluation, relaxed by the ranker.
+:mod:`jaxrank.ranking.smooth`: the same metric code as evaluation, relaxed by the ranker.
 *Baselines* are the classic surrogate losses, written directly.
 """
 
@@ -22,7 +22,8 @@ from jax import lax
 
 from jaxrank import _checks, metrics
 from jaxrank.ranking._backend import argsort_descending, inverse_permutation, sort_key
-from jaxrank.soft import _masked_logsumexp, approx
+from jaxrank.ranking.pairwise import approx
+from jaxrank.ranking.smooth import _masked_logsumexp
 
 __all__ = [
     "ap_loss",

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from jax.test_util import check_grads
 
 import jaxrank
-from jaxrank import soft
+from jaxrank import ranking
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -365,11 +365,11 @@ def test_score_spread_is_the_standard_deviation_of_the_valid_scores():
     where = rng.random((5, 9)) < 0.8
     where[3] = [True] + [False] * 8  # one valid item: unit 1
     want = [np.std(s[w]) if w.sum() >= 2 else 1.0 for s, w in zip(scores, where)]
-    got = soft.score_spread(jnp.asarray(scores), jnp.asarray(where))
+    got = ranking.score_spread(jnp.asarray(scores), jnp.asarray(where))
     assert got.shape == (5, 1)
     np.testing.assert_allclose(got[:, 0], want, rtol=1e-10)
-    np.testing.assert_array_equal(soft.score_spread(jnp.full((1, 6), 7.0)), [[1.0]])  # all tied: 1
-    g = jax.grad(lambda s: soft.score_spread(s, jnp.asarray(where)).sum())(jnp.asarray(scores))
+    np.testing.assert_array_equal(ranking.score_spread(jnp.full((1, 6), 7.0)), [[1.0]])  # all tied: 1
+    g = jax.grad(lambda s: ranking.score_spread(s, jnp.asarray(where)).sum())(jnp.asarray(scores))
     assert np.all(np.isfinite(g)) and np.all(np.asarray(g)[~where] == 0)
 
 
@@ -384,7 +384,7 @@ def test_rankers_are_invariant_to_the_scale_and_shift_of_the_scores(name):
     if name not in ("softrank_l2", "softsort"):  # one of each kind: each is one more compile
         return
     # units="score": the same ranker on scores already divided by the list's spread
-    unit = soft.score_spread(scores, where)
+    unit = ranking.score_spread(scores, where)
     in_scores = dataclasses.replace(ranker, units="score")
     v3 = _all_metrics(scores / unit, labels, where, in_scores, OPS)
     np.testing.assert_allclose(v3, v1, rtol=1e-9, atol=1e-12)
@@ -435,10 +435,10 @@ def test_approx_pairwise_counts_equal_the_generic_rank_again_route():
         return (1 / pos)[..., None]
 
     np.testing.assert_allclose(
-        ranks.count_before(g, f, w), soft.PointRanks.count_before(ranks, g, f, w), rtol=1e-10
+        ranks.count_before(g, f, w), ranking.PointRanks.count_before(ranks, g, f, w), rtol=1e-10
     )
     # survival differs by design: independent pairs vs. a soft "first among w"
-    assert soft.PointRanks.survival(ranks, g, f, w).shape == ranks.survival(g, f, w).shape
+    assert ranking.PointRanks.survival(ranks, g, f, w).shape == ranks.survival(g, f, w).shape
 
 
 def test_invalid_arguments_raise_value_errors():

@@ -1,15 +1,50 @@
-"""The one ranking primitive: exact ranks and the contract every ranker meets.
+"""The one ranking primitive: the contract every ranker meets, exact ranks, smooth ranks.
 
-* :mod:`jaxrank.ranking.ranks`: :class:`Ranks` (the four operations every metric is
+* :mod:`jaxrank.ranking.ranks`: :class:`Ranks` (the operations every metric is
   written with) and :class:`Ranker` (what ``ranker=`` accepts).
-* :mod:`jaxrank.ranking.hard`: :func:`hard`, exact ranks with a tie policy.
+* :mod:`jaxrank.ranking.hard`: :func:`hard`, exact ranks with a tie policy
+  (tie-group algebra in :mod:`jaxrank.ranking._ties`).
+* Smooth rankers, same contract (overview in :mod:`jaxrank.ranking.smooth`):
+  :mod:`~jaxrank.ranking.pairwise` (:func:`approx`), :mod:`~jaxrank.ranking.projection`
+  (:func:`softrank`), :mod:`~jaxrank.ranking.permutation` (:func:`neuralsort`,
+  :func:`softsort`), :mod:`~jaxrank.ranking.sampling` (:func:`gumbel`).
 * :mod:`jaxrank.ranking._backend`: the only module that knows platforms (host
   sort, top-k, cumulative and row sums), with the rule that picks each path.
-
-The smooth rankers are in :mod:`jaxrank.soft`.
 """
 
 from jaxrank.ranking.hard import HardRanker, HardRanks, hard
+from jaxrank.ranking.pairwise import ApproxRanker, ApproxRanks, PointRanks, approx
+from jaxrank.ranking.permutation import NeuralSortRanker, PermutationRanks, SoftSortRanker, neuralsort, softsort
+from jaxrank.ranking.projection import SoftRanker, SoftRanks, soft_ranks, softrank
 from jaxrank.ranking.ranks import TIE_POLICIES, PositionFn, Ranker, Ranks, Ties
+from jaxrank.ranking.sampling import GumbelRanker, GumbelRanks, gumbel
+from jaxrank.ranking.smooth import score_spread, soft_cutoff
 
-__all__ = ["HardRanker", "HardRanks", "PositionFn", "Ranker", "Ranks", "TIE_POLICIES", "Ties", "hard"]
+__all__ = [
+    "TIE_POLICIES",
+    "ApproxRanker",
+    "ApproxRanks",
+    "GumbelRanker",
+    "GumbelRanks",
+    "HardRanker",
+    "HardRanks",
+    "NeuralSortRanker",
+    "PermutationRanks",
+    "PointRanks",
+    "PositionFn",
+    "Ranker",
+    "Ranks",
+    "SoftRanker",
+    "SoftRanks",
+    "SoftSortRanker",
+    "Ties",
+    "approx",
+    "gumbel",
+    "hard",
+    "neuralsort",
+    "score_spread",
+    "soft_cutoff",
+    "soft_ranks",
+    "softrank",
+    "softsort",
+]

@@ -4,7 +4,7 @@ A *ranker* maps ``scores[..., n]`` and a validity mask ``where[..., n]`` to a
 :class:`Ranks` object. Every metric in :mod:`jaxrank.metrics` is written once
 against the four operations of :class:`Ranks`; the ranker alone decides whether
 the result is the exact metric (:func:`~jaxrank.hard`) or a smooth relaxation
-(:mod:`jaxrank.soft`).
+(:mod:`jaxrank.ranking.smooth`).
 
 Writing :math:`r_i` for the (random, or smoothed) 1-based rank of item
 :math:`i` and :math:`j \\prec i` for "item :math:`j` is ranked above item
@@ -57,7 +57,7 @@ class Ranks(abc.ABC):
     """What a ranker returns: the four operations every metric is written with.
 
     Subclasses: :class:`~jaxrank.ranking.HardRanks` (exact), the smooth ones in
-    :mod:`jaxrank.soft`. ``g``, ``w`` and ``p`` are per-item arrays of shape
+    :mod:`jaxrank.ranking.smooth`. ``g``, ``w`` and ``p`` are per-item arrays of shape
     ``[..., n]``; invalid items must carry zero weight (the metrics guarantee it).
     """
 

@@ -1,0 +1,293 @@
+"""Point ranks (one smooth rank per item) and :func:`approx`, the pairwise-sigmoid ranker.
+
+The pairwise kernel, computed in row blocks of bounded memory, also serves every point
+ranker's ``cascade`` (ERR). Overview of the smooth rankers: :mod:`jaxrank.ranking.smooth`.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import math
+from typing import Optional
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from jaxrank.ranking.ranks import PositionFn, Ranks
+from jaxrank.ranking.smooth import _check_units, _in_units, _inputs, _optional_positive, _positive, _reduce, soft_cutoff
+
+
+# The pairwise kernel of ``approx`` works on blocks of rows: at most this many
+# pair terms per block for the whole batch, and at most _PAIRS_PER_LIST per
+# list (so that a ``vmap`` by the caller, invisible here, stays bounded too).
+_PAIRS_PER_BLOCK = 1 << 22
+_PAIRS_PER_LIST = 1 << 17
+
+
+class PointRanks(Ranks):
+    """Base of the rankers that give every item one smooth rank.
+
+    Subclasses hold ``ranks`` (``[..., n]``, in ``[1, n]``), ``valid``,
+    ``scores`` (the masked compute-dtype scores) and ``tau`` (the cutoff
+    temperature), and implement :meth:`_subset_ranks`.
+    """
+
+    smooth = True
+    ranks: jax.Array
+    valid: jax.Array
+    scores: jax.Array
+    tau: float
+
+    @property
+    def size(self) -> int:
+        return self.ranks.shape[-1]
+
+    def cutoff_width(self) -> jax.Array:
+        """The width of this list's soft cutoff, ``[..., 1]``:
+
+        .. math:: \\tau_\\text{list} = \\sqrt{\\tau^2 + \\tfrac{3}{\\pi^2}
+            \\max\\big(0, \\tfrac{m^2 - 1}{12} - \\tfrac1m \\textstyle\\sum_i (r_i - \\bar r)^2\\big)}
+
+        over the ``m`` valid items. Smooth ranks lose spread: the exact ranks'
+        variance is :math:`(m^2 - 1)/12`, and when the temperature is large next to
+        the gaps between scores every soft rank tends to one value (the mean rank
+        :math:`(m + 1)/2`; :math:`\\log \\frac1m \\sum_j e^j`, near ``m``, for
+        ``softrank(regularization="kl")``), where a cutoff of width :math:`\\tau` at
+        a small ``k`` would be 0 for every item. The lost variance is given back to the cutoff as the variance
+        of a logistic (:math:`\\pi^2 w^2 / 3`). A list of exact ranks keeps
+        :math:`\\tau`; a list whose soft ranks have all collapsed to the mean rank gets
+        a width of about :math:`m / (2\\pi)`, so every item keeps a cutoff weight of
+        about :math:`\\sigma(-\\pi (1 - 2k/m))` (0.06 at ``k = 10``, ``m = 200``)
+        instead of 0, and a gradient.
+        """
+        valid = self.valid
+        m = jnp.sum(valid, axis=-1, keepdims=True).astype(self.ranks.dtype)
+        mean = jnp.sum(jnp.where(valid, self.ranks, 0), axis=-1, keepdims=True) / jnp.maximum(m, 1)
+        centred = jnp.where(valid, self.ranks - mean, 0)
+        variance = jnp.sum(jnp.square(centred), axis=-1, keepdims=True) / jnp.maximum(m, 1)
+        lost = jnp.maximum((m * m - 1) / 12 - variance, 0)
+        return jnp.sqrt(self.tau**2 + (3 / math.pi**2) * lost)
+
+    def cutoff(self, positions: jax.Array, k: jax.Array) -> jax.Array:
+        """:func:`soft_cutoff` with this list's :meth:`cutoff_width`; ``positions``
+        must carry the batch axes of the ranks (``[..., n, ...]``)."""
+        width = self.cutoff_width()
+        extra = jnp.ndim(positions) - self.ranks.ndim
+        if extra < 0:
+            raise ValueError(
+                f"positions must have the batch axes of the ranks {self.ranks.shape}, got shape {jnp.shape(positions)}"
+            )
+        return soft_cutoff(positions, k, width.reshape(width.shape + (1,) * extra))
+
+    def _weighted(self, g: jax.Array, f: PositionFn, factor: Optional[jax.Array] = None) -> jax.Array:
+        """``sum_i g_i f(r_i) factor_i`` over valid items."""
+        h = g if factor is None else g * factor
+        h = jnp.where(self.valid, h, 0)
+        return _reduce(h, f(self.ranks))
+
+    @abc.abstractmethod
+    def _subset_ranks(self, masks: jax.Array) -> jax.Array:
+        """Smooth ranks of the same scores, within the items of each mask."""
+
+    def _ranked_above(self, w: jax.Array) -> jax.Array:
+        """Smooth count of the items with ``w > 0`` ranked strictly above each item.
+
+        Ranks each item inside its own subset, ``where & (w > 0)`` or
+        ``where & (w == 0)``, in one call of the ranker: for a member of the
+        first, the count is its rank there minus 1; for a member of the second,
+        its full rank minus its rank there (which counts the items of the
+        second subset above it, and itself).
+        """
+        inside = self.valid & (w > 0)
+        outside = self.valid & ~(w > 0)
+        shape = jnp.broadcast_shapes(inside.shape, self.ranks.shape)
+        masks = jnp.stack([jnp.broadcast_to(inside, shape), jnp.broadcast_to(outside, shape)])
+        both = self._subset_ranks(masks)
+        return jnp.where(inside, both[0] - 1, self.ranks - both[1])
+
+    def linear(self, g: jax.Array, f: PositionFn) -> jax.Array:
+        return self._weighted(g, f)
+
+    def count_before(self, g: jax.Array, f: PositionFn, w: jax.Array) -> jax.Array:
+        """Binary ``w`` (as in every metric): ``w_i`` plus the smooth number of
+        ``w`` items above ``i``."""
+        w = jnp.where(self.valid, w, 0)
+        return self._weighted(g, f, w + self._ranked_above(w))
+
+    def survival(self, g: jax.Array, f: PositionFn, w: jax.Array) -> jax.Array:
+        """``prod_{j above i} (1 - w_j)`` becomes the smooth indicator that no
+        ``w`` item is above ``i``: ``soft_cutoff(1 + above_i, 1, tau)``."""
+        above = self._ranked_above(jnp.where(self.valid, w, 0))
+        return self._weighted(g, f, self.cutoff(1 + above, jnp.ones((), above.dtype)))
+
+    def cascade(self, p: jax.Array, f: PositionFn) -> jax.Array:
+        """:math:`\\sum_i p_i f(r_i) \\prod_{j \\ne i} (1 - p_j \\pi_{ij})` with
+        :math:`\\pi_{ij} = \\sigma((r_i - r_j) / \\tau)`, the chance that ``j`` is above ``i``
+        read off the smooth ranks (``p`` clipped to [0, 1]). O(n^2) work in row blocks of
+        O(n) memory, as :func:`approx`: ERR is the one metric that needs every pair."""
+        p = jnp.where(self.valid, p, 0)
+        # pairs of (s_j - s_i) / tau with s = -r: (r_i - r_j) / tau
+        logs = _pairwise_rows("log_cascade", -self.ranks, self.valid, p, self.tau)
+        return self._weighted(p, f, jnp.exp(logs))
+
+
+
+# approx -----------------------------------------------------------------------------
+def _log1m_prob(x: jax.Array, c: jax.Array) -> jax.Array:
+    """``log(1 - c * sigmoid(x))`` for ``c`` in [0, 1], stably."""
+    c = jnp.clip(c, 0, 1)
+    log_c = jnp.log(jnp.where(c > 0, c, 1))
+    log_1mc = jnp.log1p(-jnp.where(c < 1, c, 0))
+    a = jnp.where(c < 1, log_1mc, -jnp.inf)
+    b = jnp.where(c > 0, log_c + jax.nn.log_sigmoid(-x), -jnp.inf)
+    hi = jnp.maximum(a, b)
+    lo = jnp.minimum(a, b)
+    return hi + jnp.log1p(jnp.exp(lo - hi))
+
+
+_PAIR_TERMS = {
+    # sum_j c_j P(j above i)
+    "above": lambda x, c: c * jax.nn.sigmoid(x),
+    # sum_j c_j log(1 - P(j above i)), c binary
+    "log_survive": lambda x, c: c * jax.nn.log_sigmoid(-x),
+    # sum_j log(1 - c_j P(j above i))
+    "log_cascade": _log1m_prob,
+}
+
+
+def _pairwise_rows(term: str, scores: jax.Array, valid: jax.Array, col: jax.Array, temperature: float):
+    """``out_i = sum_{j valid, j != i} term((s_j - s_i) / T, col_j)`` in row blocks.
+
+    Rows are processed ``block`` at a time in a ``lax.scan`` whose body is
+    rematerialised (``jax.checkpoint``), so value and gradient hold
+    O(batch * n * block) pair terms at once instead of O(batch * n^2).
+    """
+    fn = _PAIR_TERMS[term]
+    shape = jnp.broadcast_shapes(scores.shape, valid.shape, col.shape)
+    n = shape[-1]
+    s = jnp.broadcast_to(scores, shape).reshape(-1, n)
+    v = jnp.broadcast_to(valid, shape).reshape(-1, n)
+    c = jnp.where(v, jnp.broadcast_to(col, shape).reshape(-1, n).astype(s.dtype), 0)
+    batch = s.shape[0]
+    if batch == 0 or n == 0:
+        return jnp.zeros(shape, s.dtype)
+    block = max(1, min(n, _PAIRS_PER_BLOCK // (batch * n), _PAIRS_PER_LIST // n))
+    nblocks = -(-n // block)
+    rows = jnp.pad(s, ((0, 0), (0, nblocks * block - n)))
+    rows = rows.reshape(batch, nblocks, block).transpose(1, 0, 2)
+    starts = jnp.arange(nblocks, dtype=jnp.int32) * block
+    col_idx = jnp.arange(n, dtype=jnp.int32)
+    inv_t = 1.0 / temperature
+
+    @jax.checkpoint
+    def body(carry, xs):
+        s_rows, start = xs
+        x = (s[:, None, :] - s_rows[:, :, None]) * inv_t
+        keep = (start + jnp.arange(block, dtype=jnp.int32))[:, None] != col_idx[None, :]
+        terms = jnp.where(keep[None] & v[:, None, :], fn(x, c[:, None, :]), 0)
+        return carry, jnp.sum(terms, axis=-1)
+
+    _, out = lax.scan(body, None, (rows, starts))
+    out = out.transpose(1, 0, 2).reshape(batch, nblocks * block)[:, :n]
+    return out.reshape(shape)
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class ApproxRanks(PointRanks):
+    """Pairwise-sigmoid ranks; see :func:`approx`.
+
+    ``count_before``, ``survival`` and ``cascade`` use the pairwise
+    probabilities :math:`\\pi_{ij} = \\sigma((s_j - s_i)/T)` that ``j`` is
+    above ``i`` directly, as if the pairs were independent:
+    :math:`\\sum_{j \\prec i} w_j \\to \\sum_{j \\ne i} w_j \\pi_{ij}` and
+    :math:`\\prod_{j \\prec i} (1 - w_j) \\to \\prod_{j \\ne i} (1 - w_j \\pi_{ij})`.
+    """
+
+    ranks: jax.Array
+    valid: jax.Array
+    scores: jax.Array
+    temperature: float = dataclasses.field(metadata=dict(static=True), default=1.0)
+    tau: float = dataclasses.field(metadata=dict(static=True), default=1.0)
+
+    def _pairs(self, term: str, col: jax.Array) -> jax.Array:
+        return _pairwise_rows(term, self.scores, self.valid, col, self.temperature)
+
+    def _subset_ranks(self, masks: jax.Array) -> jax.Array:
+        scores = jnp.broadcast_to(self.scores, masks.shape)
+        return 1 + _pairwise_rows("above", scores, masks, masks, self.temperature)
+
+    def count_before(self, g: jax.Array, f: PositionFn, w: jax.Array) -> jax.Array:
+        """Any ``w``: :math:`w_i + \\sum_{j \\ne i} w_j \\pi_{ij}`."""
+        w = jnp.where(self.valid, w, 0)
+        return self._weighted(g, f, w + self._pairs("above", w))
+
+    def survival(self, g: jax.Array, f: PositionFn, w: jax.Array) -> jax.Array:
+        """Binary ``w``: :math:`\\prod_{j \\ne i} (1 - \\pi_{ij})^{w_j}`."""
+        w = jnp.where(self.valid, w, 0)
+        return self._weighted(g, f, jnp.exp(self._pairs("log_survive", w)))
+
+    def cascade(self, p: jax.Array, f: PositionFn) -> jax.Array:
+        """:math:`\\sum_i p_i f(r_i) \\prod_{j \\ne i} (1 - p_j \\pi_{ij})` (``p`` clipped to [0, 1])."""
+        p = jnp.where(self.valid, p, 0)
+        return self._weighted(p, f, jnp.exp(self._pairs("log_cascade", p)))
+
+
+@dataclasses.dataclass(frozen=True)
+class ApproxRanker:
+    """Pairwise-sigmoid approximate ranks; see :func:`approx`."""
+
+    temperature: float = 1.0
+    cutoff_temperature: Optional[float] = None
+    units: str = "std"
+
+    smooth = True
+
+    def __call__(self, scores, where=None, *, depth: Optional[int] = None) -> ApproxRanks:
+        del depth  # every rank depends on every score
+        s, valid = _inputs(scores, where)
+        s = _in_units(s, valid, self.units)
+        ranks = 1 + _pairwise_rows("above", s, valid, valid, self.temperature)
+        tau = self.temperature if self.cutoff_temperature is None else self.cutoff_temperature
+        return ApproxRanks(ranks=ranks, valid=valid, scores=s, temperature=self.temperature, tau=tau)
+
+
+def approx(temperature: float = 1.0, *, cutoff_temperature: Optional[float] = None, units: str = "std") -> ApproxRanker:
+    """Approximate ranks from pairwise sigmoids (ApproxNDCG, Qin et al., 2010).
+
+    .. math:: r_i = 1 + \\sum_{j \\ne i,\\ j\\ \\text{valid}}
+        \\sigma\\Big(\\frac{s_j - s_i}{T}\\Big)
+
+    The cutoff :math:`[r \\le k]` is :func:`soft_cutoff` with
+    :math:`\\tau = T` (or ``cutoff_temperature``). ``count_before``,
+    ``survival`` and ``cascade`` (so AP, RR, success and ERR) use the pairwise
+    probabilities directly; see :class:`ApproxRanks`.
+
+    Cost: O(n^2) time per list, but O(n * block) memory for value and gradient:
+    rows are processed in blocks inside a rematerialised ``lax.scan``. Tied
+    scores get equal ranks (each counts the other as half above it).
+
+    Args:
+      temperature: :math:`T > 0`, in units of the list's score standard deviation
+        (``units="std"``) or of the scores (``units="score"``); ranks become exact as
+        :math:`T \\to 0` on
+        tie-free scores.
+      cutoff_temperature: :math:`\\tau` of the soft cutoff (in rank positions, before
+        :meth:`~PointRanks.cutoff_width` widens it); default ``temperature``.
+      units: ``"std"`` (scores divided by :func:`score_spread` first) or ``"score"``.
+
+    Example:
+      >>> import jax.numpy as jnp, jaxrank
+      >>> scores, labels = jnp.array([2.0, 1.0, 0.0]), jnp.array([0, 0, 1])
+      >>> round(float(jaxrank.ndcg(scores, labels, ranker=jaxrank.approx(0.01))), 5)  # 1/log2(4)
+      0.5
+      >>> round(float(jaxrank.ndcg(scores, labels, ranker=jaxrank.approx(1.0))), 3)
+      0.531
+    """
+    return ApproxRanker(
+        _positive(temperature, "temperature"),
+        _optional_positive(cutoff_temperature, "cutoff_temperature"),
+        _check_units(units),
+    )

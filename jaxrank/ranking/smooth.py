@@ -1,0 +1,154 @@
+"""Smooth rankers: the interface of :func:`jaxrank.hard`, differentiable.
+
+A smooth ranker maps ``(scores[..., n], where[..., n], depth=None)`` to a
+:class:`~jaxrank.ranking.Ranks` whose four operations are smooth in the scores,
+so that every metric of :mod:`jaxrank.metrics` becomes its own relaxation::
+
+    jaxrank.ndcg(scores, labels, k=10, ranker=jaxrank.approx(0.1))
+
+There is no second implementation of any metric: the rankers only change what
+"the rank of item i" and "item j is ranked above item i" mean.
+
+Two families:
+
+*Point ranks* (:func:`approx`, :func:`softrank`): one smooth rank
+:math:`r_i \\in [1, n]` per item. ``linear`` evaluates ``f`` at :math:`r_i`;
+the cutoff :math:`[r \\le k]` becomes :func:`soft_cutoff`,
+:math:`\\sigma((k + \\tfrac12 - r)/\\tau)`, with :math:`\\tau` the ranker's
+temperature (or strength) unless ``cutoff_temperature`` is given, widened per list by
+as much spread as the soft ranks have lost (:meth:`PointRanks.cutoff_width`), so a cutoff
+never makes the gradient vanish when the soft ranks crowd around the mean rank.
+``count_before`` and ``survival`` need "how many of the ``w`` items are above
+``i``": :func:`approx` sums its pairwise probabilities; :func:`softrank` ranks
+again inside the subsets ``where & (w > 0)`` and ``where & (w == 0)``.
+
+*Permutation matrices* (:func:`neuralsort`, :func:`softsort`): a row-stochastic
+(or, with Sinkhorn iterations, doubly stochastic) ``P[..., position, item]``.
+The per-item weights are sorted softly, ``P @ g``, and the operations of the
+exact ranker are applied at the integer positions ``1..n`` (exact whenever
+``P`` is a permutation matrix).
+
+:func:`gumbel` wraps any ranker with Plackett-Luce sampling (Gumbel noise on the
+scores) and averages the operations over the samples.
+
+Every ranker is a frozen dataclass (hashable, usable as a default argument).
+Scores are processed in at least float32 (bfloat16/float16 are widened), masked
+items are replaced by 0 before any arithmetic (so ``-inf`` padding is safe) and
+get zero gradient.
+
+*Units.* By default (``units="std"``) every ranker first divides each list's scores by
+their standard deviation (:func:`score_spread`), so temperatures and strengths are
+fractions of the list's spread and the result does not change when the scores are scaled
+or shifted: the same setting works for scores of spread 0.01 and of spread 100.
+``units="score"`` keeps them in the units of the scores, as in the papers (and in
+TF-Ranking and fast-soft-sort); then a model can sharpen the relaxation by growing its
+scores, and the user must match the temperature to the scores' scale.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from jaxrank import _checks
+
+
+def soft_cutoff(positions: jax.Array, k: jax.Array, tau) -> jax.Array:
+    """The smooth cutoff shared by every point-rank ranker.
+
+    .. math:: [r \\le k] \\approx \\sigma\\Big(\\frac{k + \\tfrac12 - r}{\\tau}\\Big)
+
+    At an integer rank :math:`r` the indicator :math:`[r \\le k]` equals
+    :math:`[k + \\tfrac12 - r > 0]`; the sigmoid is its relaxation, exact as
+    :math:`\\tau \\to 0`. ``tau`` is :meth:`PointRanks.cutoff_width`: the ranker's temperature (``approx``) or
+    strength (``softrank``) unless the ranker's ``cutoff_temperature`` is set.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> [round(float(v), 3) for v in soft_cutoff(jnp.array([1.0, 2.0, 3.0]), 2.0, 0.1)]
+      [1.0, 0.993, 0.007]
+    """
+    return jax.nn.sigmoid((k + 0.5 - positions) / tau)
+
+
+def _compute_dtype(dtype) -> jnp.dtype:
+    return jnp.promote_types(dtype, jnp.float32)
+
+
+def _inputs(scores, where):
+    """Scores in a compute dtype with masked entries set to 0, and the mask."""
+    scores = _checks.scores(scores)
+    valid = _checks.mask(where, scores.shape, broadcast=True)
+    x = scores.astype(_compute_dtype(scores.dtype))
+    return jnp.where(valid, x, jnp.zeros((), x.dtype)), valid
+
+
+_positive = _checks.positive
+
+
+def _optional_positive(value, name: str) -> Optional[float]:
+    return None if value is None else _positive(value, name)
+
+
+UNITS = ("std", "score")
+
+
+def _check_units(units) -> str:
+    if units not in UNITS:
+        raise ValueError(f"units must be 'std' or 'score', got {units!r}")
+    return units
+
+
+def score_spread(scores: jax.Array, where: Optional[jax.Array] = None) -> jax.Array:
+    """The unit of ``units="std"``: the standard deviation of each list's valid scores.
+
+    .. math:: \\sigma = \\sqrt{\\tfrac1m \\textstyle\\sum_i (s_i - \\bar s)^2}
+
+    over the ``m`` valid scores; ``1`` for a list with fewer than two valid items or
+    with all valid scores equal. Shape ``[..., 1]``; differentiable (the soft
+    rankers divide the scores by it, so that their result does not change when the
+    scores are scaled or shifted).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> [round(float(u), 6) for u in score_spread(jnp.array([[1.0, 3.0, 1.0, 3.0], [5.0, 5.0, 5.0, 5.0]]))[:, 0]]
+      [1.0, 1.0]
+    """
+    s, valid = _inputs(scores, where)
+    m = jnp.sum(valid, axis=-1, keepdims=True).astype(s.dtype)
+    m_safe = jnp.maximum(m, 1)
+    dev = jnp.where(valid, s - jnp.sum(s, axis=-1, keepdims=True) / m_safe, 0)
+    # std = a * std(dev / a) for any a > 0: dividing by the largest deviation (held
+    # constant, which leaves the gradient exact) keeps squares of |s| ~ 1e30 finite.
+    top = lax.stop_gradient(jnp.max(jnp.abs(dev), axis=-1, keepdims=True))
+    spread = (m >= 2) & (top > 0)
+    top = jnp.where(spread, top, 1)
+    mean_square = jnp.where(spread, jnp.sum(jnp.square(dev / top), axis=-1, keepdims=True) / m_safe, 1)
+    return jnp.where(spread, top * jnp.sqrt(mean_square), 1)
+
+
+def _in_units(s: jax.Array, valid: jax.Array, units: str) -> jax.Array:
+    """The masked compute-dtype scores in the ranker's units (masked entries stay 0)."""
+    return s if units == "score" else s / score_spread(s, valid)
+
+
+def _reduce(h: jax.Array, weights: jax.Array) -> jax.Array:
+    """``sum_p h[..., p] * weights[..., p, c]`` (weights may lack batch axes)."""
+    return jnp.sum(h[..., :, None] * weights, axis=-2)
+
+
+def _exclusive_cumprod(x: jax.Array) -> jax.Array:
+    ones = jnp.ones(x.shape[:-1] + (1,), x.dtype)
+    return jnp.cumprod(jnp.concatenate([ones, x[..., :-1]], axis=-1), axis=-1)
+
+
+def _masked_logsumexp(x: jax.Array, mask: jax.Array, axis: int) -> jax.Array:
+    """logsumexp over the masked entries; 0 where none is; finite gradients."""
+    x = jnp.where(mask, x, 0)
+    top = jnp.max(jnp.where(mask, x, -jnp.inf), axis=axis, keepdims=True)
+    top = lax.stop_gradient(jnp.where(jnp.isfinite(top), top, 0))
+    total = jnp.sum(jnp.where(mask, jnp.exp(x - top), 0), axis=axis, keepdims=True)
+    return top + jnp.log(jnp.where(total > 0, total, 1))
