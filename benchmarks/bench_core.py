@@ -104,8 +104,9 @@ def peers(scores, labels, repeats):
     if importlib.util.find_spec("ranx"):
         from ranx import Qrels, Run, evaluate
 
-        qrels_r = Qrels.from_dict({f"q{b}": {f"d{i}": int(labels[b, i]) for i in range(n) if labels[b, i] > 0}
-                                   for b in range(batch)})
+        qrels_r = Qrels.from_dict(
+            {f"q{b}": {f"d{i}": int(labels[b, i]) for i in range(n) if labels[b, i] > 0} for b in range(batch)}
+        )
         run_r = Run.from_dict({f"q{b}": {f"d{i}": float(scores[b, i]) for i in range(n)} for b in range(batch)})
 
         def ranx_ndcg():
@@ -157,25 +158,41 @@ def main(argv=None):
         ndcg10 = jax.jit(lambda s, y, r=ranker: jaxrank.ndcg(s, y, k=10, ranker=r))
         rows.append((f"jaxrank ndcg(k=10), ties={ties}{label}", *_time(lambda: ndcg10(scores, labels), repeats)))
         every = jax.jit(lambda s, y, r=ranker: all_metrics(s, y, r))
-        rows.append((f"jaxrank all metrics, k={CUTS}, shared ranks, ties={ties}{label}",
-                     *_time(lambda: every(scores, labels), repeats)))
+        rows.append(
+            (
+                f"jaxrank all metrics, k={CUTS}, shared ranks, ties={ties}{label}",
+                *_time(lambda: every(scores, labels), repeats),
+            )
+        )
         if ties == "stable":
             plain = jax.jit(lambda s, y, r=ranker: all_metrics(s, y, r, shared=False))
-            rows.append((f"jaxrank all metrics, k={CUTS}, each called on the scores, one jit",
-                         *_time(lambda: plain(scores, labels), repeats)))
+            rows.append(
+                (
+                    f"jaxrank all metrics, k={CUTS}, each called on the scores, one jit",
+                    *_time(lambda: plain(scores, labels), repeats),
+                )
+            )
             if hasattr(jaxrank, "compute"):
                 together = jax.jit(lambda s, y: jaxrank.compute(s, y, MEASURES))
-                rows.append((f"jaxrank.compute(scores, labels, {len(MEASURES)} measure strings)",
-                             *_time(lambda: together(scores, labels), repeats)))
+                rows.append(
+                    (
+                        f"jaxrank.compute(scores, labels, {len(MEASURES)} measure strings)",
+                        *_time(lambda: together(scores, labels), repeats),
+                    )
+                )
             else:
                 missing.append("jaxrank.compute (not in this version of jaxrank)")
     if not args.no_peers:
         rows += peers(scores_np, labels_np, args.repeats)
 
-    print(f"# [{args.batch}, {args.n}] float32 scores, labels 0..4, backend={jax.default_backend()}, "
-          f"median of {args.repeats} runs")
-    print(f"# jax {jax.__version__}, numpy {np.__version__}, python {platform.python_version()}; "
-          f"{_machine()}; load average before / after: {load_before} / {_load()}\n")
+    print(
+        f"# [{args.batch}, {args.n}] float32 scores, labels 0..4, backend={jax.default_backend()}, "
+        f"median of {args.repeats} runs"
+    )
+    print(
+        f"# jax {jax.__version__}, numpy {np.__version__}, python {platform.python_version()}; "
+        f"{_machine()}; load average before / after: {load_before} / {_load()}\n"
+    )
     print("| what | run (ms) | compile (ms) | / top_k | / argsort |")
     print("|---|---:|---:|---:|---:|")
     for name, run, compile_s in rows:

@@ -79,24 +79,41 @@ def tune(args) -> list:
             curves, finals = [], []
             start = time.perf_counter()
             for fold in range(args.folds):
-                r = train_ltr.run([loss], tuple(range(args.seeds)), data_dir=args.data,
-                                  valid_fraction=args.valid_fraction, split_seed=fold,
-                                  lightgbm=False, overrides=overrides, progress=False)
+                r = train_ltr.run(
+                    [loss],
+                    tuple(range(args.seeds)),
+                    data_dir=args.data,
+                    valid_fraction=args.valid_fraction,
+                    split_seed=fold,
+                    lightgbm=False,
+                    overrides=overrides,
+                    progress=False,
+                )
                 res = r["losses"][loss]
                 curves.append(np.asarray(res["history"]["ndcg@10"]))  # [seeds, evals]
                 finals.append(np.asarray(res["per_seed"])[:, -1])
                 steps = res["history"]["step"]
                 cfg = res["config"]
             curve = np.concatenate(curves).mean(0)
-            row = dict(loss=loss, setting=setting, config=cfg, final=float(np.mean(finals)),
-                       final_std_over_folds=float(np.std([f.mean() for f in finals])),
-                       best=float(curve.max()), best_step=int(steps[int(curve.argmax())]),
-                       curve=curve.round(4).tolist(), steps=steps,
-                       seconds=time.perf_counter() - start)
+            row = dict(
+                loss=loss,
+                setting=setting,
+                config=cfg,
+                final=float(np.mean(finals)),
+                final_std_over_folds=float(np.std([f.mean() for f in finals])),
+                best=float(curve.max()),
+                best_step=int(steps[int(curve.argmax())]),
+                curve=curve.round(4).tolist(),
+                steps=steps,
+                seconds=time.perf_counter() - start,
+            )
             rows.append(row)
-            print(f"{loss:>22} {json.dumps(setting):60s} final {row['final']:.4f} "
-                  f"(± {row['final_std_over_folds']:.4f} over folds)  best {row['best']:.4f} "
-                  f"@ {row['best_step']}  [{row['seconds']:.0f}s]", flush=True)
+            print(
+                f"{loss:>22} {json.dumps(setting):60s} final {row['final']:.4f} "
+                f"(± {row['final_std_over_folds']:.4f} over folds)  best {row['best']:.4f} "
+                f"@ {row['best_step']}  [{row['seconds']:.0f}s]",
+                flush=True,
+            )
     print("\nbest first:")
     for row in sorted(rows, key=lambda r: -r["final"]):
         print(f"{row['loss']:>22} {json.dumps(row['setting']):60s} {row['final']:.4f}")
@@ -117,16 +134,19 @@ def full(args) -> dict:
     results = train_ltr.main(argv)
     import jax
 
-    print(f"\n{time.perf_counter() - start:.0f} s in all; jax {jax.__version__} on "
-          f"{jax.devices()[0].platform} ({platform.processor() or platform.machine()})")
+    print(
+        f"\n{time.perf_counter() - start:.0f} s in all; jax {jax.__version__} on "
+        f"{jax.devices()[0].platform} ({platform.processor() or platform.machine()})"
+    )
     for name, r in results["losses"].items():
         print(f"  {name}: {r['seconds']:.0f} s")
     return results
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = p.add_subparsers(dest="command", required=True)
     f = sub.add_parser("full", help="the 5-seed run on test (docs/training.md)")
     f.add_argument("--seeds", type=int, default=5)

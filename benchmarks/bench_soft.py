@@ -124,10 +124,12 @@ def gradient_grid() -> None:
     print("| ranker | n | k | grad norm at std 0.01 / 1 / 100 |")
     print("|---|---|---|---|")
     for name, ranker in rankers.items():
+
         @jax.jit
         def grads(scores, labels, ranker=ranker):
             def both(s):
                 return jnp.stack([jaxrank.ndcg(s, labels, k=k, ranker=ranker).sum() for k in (None, 10)])
+
             return jax.jacrev(both)(scores)
 
         for n in (10, 200, 1000):
@@ -161,15 +163,26 @@ def main() -> None:
 
     memory_gb = _total_memory_gb()
     shapes = SHAPES[:1] if args.quick else SHAPES
-    print(f"jax {jax.__version__}, backend {jax.default_backend()}, {os.cpu_count()} CPUs, "
-          f"{memory_gb:.0f} GB RAM, {platform.processor() or platform.machine()}", flush=True)
+    print(
+        f"jax {jax.__version__}, backend {jax.default_backend()}, {os.cpu_count()} CPUs, "
+        f"{memory_gb:.0f} GB RAM, {platform.processor() or platform.machine()}",
+        flush=True,
+    )
     rows, results = [], {}
     for batch, n in shapes:
         for name in RANKERS:
             reason = _skip_reason(name, batch, n, memory_gb)
             if reason is None:
-                cmd = [sys.executable, os.path.abspath(__file__), "--worker", json.dumps([name, batch, n]),
-                       "--repeats", str(args.repeats), "--budget", str(args.budget)]
+                cmd = [
+                    sys.executable,
+                    os.path.abspath(__file__),
+                    "--worker",
+                    json.dumps([name, batch, n]),
+                    "--repeats",
+                    str(args.repeats),
+                    "--budget",
+                    str(args.budget),
+                ]
                 try:
                     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
                     if proc.returncode == 0:
@@ -182,8 +195,10 @@ def main() -> None:
             if r is None:
                 rows.append(f"| {name} | [{batch}, {n}] | - | - | - | - | {reason} |")
             else:
-                rows.append(f"| {name} | [{batch}, {n}] | {r['compile_s']:.2f} | {r['run_s']:.3f} | "
-                            f"{r['runs']} | {r['peak_rss_mb']:.0f} | |")
+                rows.append(
+                    f"| {name} | [{batch}, {n}] | {r['compile_s']:.2f} | {r['run_s']:.3f} | "
+                    f"{r['runs']} | {r['peak_rss_mb']:.0f} | |"
+                )
             print(rows[-1], file=sys.stderr, flush=True)
     print()
     print("| ranker | shape | compile (s) | value+grad, median (s) | runs | peak RSS (MB) | note |")
@@ -196,15 +211,22 @@ def main() -> None:
         if dense and r:
             ratio = r["run_s"] / dense["run_s"]
             verdict = "meets" if ratio <= 0.1 or not name.startswith("softrank") else "MISSES"
-            print(f"- {name} at [256, 1000]: {ratio:.3f} of the dense time"
-                  + (f" ({verdict} the 1/10 target)" if name.startswith("softrank") else ""))
-    for name, shape, limit in [("softrank(1.0, 'l2')", (8, 65536), 2048), ("softrank(1.0, 'kl')", (8, 65536), 2048),
-                               ("approx(1.0)", (8, 16384), 4096)]:
+            print(
+                f"- {name} at [256, 1000]: {ratio:.3f} of the dense time"
+                + (f" ({verdict} the 1/10 target)" if name.startswith("softrank") else "")
+            )
+    for name, shape, limit in [
+        ("softrank(1.0, 'l2')", (8, 65536), 2048),
+        ("softrank(1.0, 'kl')", (8, 65536), 2048),
+        ("approx(1.0)", (8, 16384), 4096),
+    ]:
         r = results.get((name, *shape))
         if r:
             verdict = "meets" if r["peak_rss_mb"] < limit else "MISSES"
-            print(f"- {name} at {list(shape)}: peak RSS {r['peak_rss_mb']:.0f} MB "
-                  f"({verdict} the {limit // 1024} GB target)")
+            print(
+                f"- {name} at {list(shape)}: peak RSS {r['peak_rss_mb']:.0f} MB "
+                f"({verdict} the {limit // 1024} GB target)"
+            )
 
 
 if __name__ == "__main__":

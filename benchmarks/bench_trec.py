@@ -188,7 +188,8 @@ def _generate(data: Path, n_queries: int, n_docs: int, n_judged: int) -> tuple[P
         t0 = time.perf_counter()
         subprocess.run(
             [sys.executable, str(HERE / "gen_trec.py"), str(d), str(n_queries), str(n_docs), str(n_judged)],
-            check=True, stdout=subprocess.DEVNULL,
+            check=True,
+            stdout=subprocess.DEVNULL,
         )
         done.write_text("ok\n")
         print(f"# generated {d} in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
@@ -218,23 +219,40 @@ def _tools(args, qrels: Path, run: Path, scripts: Path, jaxrank_bin: str) -> lis
         # cold: no persistent compilation cache, XLA compiles in every run; warm: the cache
         # that `jaxrank eval` keeps on disk, filled by one untimed run on the same data
         tools.append((f"jaxrank eval {label_m}, cold (no compilation cache)", ["env", "JAXRANK_CACHE_DIR="] + jr))
-        tools.append((f"jaxrank eval {label_m}, warm (compilation cache of an earlier run)",
-                      ["env", f"JAXRANK_CACHE_DIR={scripts.parent / 'xla-cache'}"] + jr))
+        tools.append(
+            (
+                f"jaxrank eval {label_m}, warm (compilation cache of an earlier run)",
+                ["env", f"JAXRANK_CACHE_DIR={scripts.parent / 'xla-cache'}"] + jr,
+            )
+        )
     if args.baseline:
         # another jaxrank checkout (e.g. `git worktree add /tmp/base <commit>`), run the way the
         # console script runs (`jaxrank.cli.main()`), with its sources first on the path (not
         # PYTHONPATH: `python -m` puts the working directory, maybe this checkout, before it)
         base = str(Path(args.baseline).resolve())
-        code = (f"import sys; sys.path.insert(0, {base!r}); import jaxrank, jaxrank.cli; "
-                f"assert jaxrank.__file__.startswith({base!r}), jaxrank.__file__; sys.exit(jaxrank.cli.main())")
+        code = (
+            f"import sys; sys.path.insert(0, {base!r}); import jaxrank, jaxrank.cli; "
+            f"assert jaxrank.__file__.startswith({base!r}), jaxrank.__file__; sys.exit(jaxrank.cli.main())"
+        )
         bj = [py, "-c", code] + jr[1:]
         tools.append((f"baseline {base}: jaxrank eval {label_m}, cold", ["env", "JAXRANK_CACHE_DIR="] + bj))
-        tools.append((f"baseline {base}: jaxrank eval {label_m}, warm",
-                      ["env", f"JAXRANK_CACHE_DIR={scripts.parent / 'xla-cache-baseline'}"] + bj))
+        tools.append(
+            (
+                f"baseline {base}: jaxrank eval {label_m}, warm",
+                ["env", f"JAXRANK_CACHE_DIR={scripts.parent / 'xla-cache-baseline'}"] + bj,
+            )
+        )
     if "pytrec_eval" in args.tools:
-        tools.append(("pytrec_eval path (supported_measures)", [py, str(scripts / "pytrec_path.py"), str(qrels), str(run)]))
+        tools.append(
+            ("pytrec_eval path (supported_measures)", [py, str(scripts / "pytrec_path.py"), str(qrels), str(run)])
+        )
     if "ranx" in args.tools:
-        tools.append((f"ranx ({len(RANX_METRICS)} metrics)", [py, str(scripts / "ranx_path.py"), str(qrels), str(run), ",".join(RANX_METRICS)]))
+        tools.append(
+            (
+                f"ranx ({len(RANX_METRICS)} metrics)",
+                [py, str(scripts / "ranx_path.py"), str(qrels), str(run), ",".join(RANX_METRICS)],
+            )
+        )
     te = shutil.which("trec_eval")
     if te and "trec_eval" in args.tools:
         cmd = [te]
@@ -282,17 +300,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--docs", type=int, default=1000)
     ap.add_argument("--judged", type=int, default=300)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("-m", dest="measures", action="append",
-                    help="measure(s) for jaxrank eval / trec_eval (default: all_trec); "
-                    "'-m default' runs jaxrank eval with no -m (trec_eval's default set)")
-    ap.add_argument("--tools", default="jaxrank,pytrec_eval,ranx,trec_eval",
-                    help="comma-separated subset of jaxrank,pytrec_eval,ranx,trec_eval")
+    ap.add_argument(
+        "-m",
+        dest="measures",
+        action="append",
+        help="measure(s) for jaxrank eval / trec_eval (default: all_trec); "
+        "'-m default' runs jaxrank eval with no -m (trec_eval's default set)",
+    )
+    ap.add_argument(
+        "--tools",
+        default="jaxrank,pytrec_eval,ranx,trec_eval",
+        help="comma-separated subset of jaxrank,pytrec_eval,ranx,trec_eval",
+    )
     ap.add_argument("--no-floors", dest="floors", action="store_false", help="skip the import floors")
     ap.add_argument("--no-breakdown", dest="breakdown", action="store_false", help="skip the jaxrank phase breakdown")
     ap.add_argument("--no-warmup", dest="warmup", action="store_false", help="skip the untimed warm-up on tiny data")
     ap.add_argument("--jaxrank", help="path of the jaxrank console script (default: next to this python)")
-    ap.add_argument("--baseline", metavar="DIR",
-                    help="also time the jaxrank sources in DIR (another checkout), cold and warm")
+    ap.add_argument(
+        "--baseline", metavar="DIR", help="also time the jaxrank sources in DIR (another checkout), cold and warm"
+    )
     ap.add_argument("--json", help="also write the raw results here")
     args = ap.parse_args(argv)
     args.measures = args.measures or ["all_trec"]
@@ -353,15 +379,20 @@ def _bench(args, data: Path) -> int:
         for i, (name, cmd) in enumerate(tools):
             res = _run_wrapped(cmd, outs / f"tool{i}.txt")
             results[name].append(res)
-            print(f"# repeat {rep + 1}/{args.repeats} {name}: {res['wall']:.2f} s, "
-                  f"{res['maxrss_kb'] / 1024:.0f} MB, cpu {res['user'] + res['sys']:.1f} s, "
-                  f"load {res['load_before']:.2f}->{res['load_after']:.2f}", file=sys.stderr)
+            print(
+                f"# repeat {rep + 1}/{args.repeats} {name}: {res['wall']:.2f} s, "
+                f"{res['maxrss_kb'] / 1024:.0f} MB, cpu {res['user'] + res['sys']:.1f} s, "
+                f"load {res['load_before']:.2f}->{res['load_after']:.2f}",
+                file=sys.stderr,
+            )
 
     breakdown = None
     if args.breakdown and "jaxrank" in args.tools:
         p = subprocess.run(
             [sys.executable, str(scripts / "jaxrank_breakdown.py"), str(qrels), str(run), *args.measures],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         try:
             breakdown = json.loads(p.stderr.strip().splitlines()[-1])
@@ -380,21 +411,29 @@ def _bench(args, data: Path) -> int:
     ref = next((n for n in results if n.startswith("pytrec_eval")), None)
     loads = [r[k] for rs in results.values() for r in rs for k in ("load_before", "load_after")]
     lines = []
-    lines.append(f"Data: {args.queries} queries x {args.docs} docs = {n_lines:,} run lines "
-                 f"({size_mb:.0f} MB), {args.judged} judged docs per query "
-                 f"({args.queries * args.judged:,} qrels lines); gen_trec.py seed 0.")
-    lines.append(f"Run at {time.strftime('%Y-%m-%d %H:%M:%S %Z')}. Machine: {os.cpu_count()} CPUs, {platform.python_implementation()} "
-                 f"{platform.python_version()}, {platform.machine()}; repeats: {args.repeats} "
-                 f"(median wall; peak RSS = max over repeats).")
-    lines.append(f"Load average (1, 5, 15 min) at start: {load_start[0]:.2f} {load_start[1]:.2f} "
-                 f"{load_start[2]:.2f}; at end: {load_end[0]:.2f} {load_end[1]:.2f} {load_end[2]:.2f}; "
-                 f"1-min load around the timed runs: min {min(loads):.2f}, median "
-                 f"{statistics.median(loads):.2f}, max {max(loads):.2f}.")
+    lines.append(
+        f"Data: {args.queries} queries x {args.docs} docs = {n_lines:,} run lines "
+        f"({size_mb:.0f} MB), {args.judged} judged docs per query "
+        f"({args.queries * args.judged:,} qrels lines); gen_trec.py seed 0."
+    )
+    lines.append(
+        f"Run at {time.strftime('%Y-%m-%d %H:%M:%S %Z')}. Machine: {os.cpu_count()} CPUs, {platform.python_implementation()} "
+        f"{platform.python_version()}, {platform.machine()}; repeats: {args.repeats} "
+        f"(median wall; peak RSS = max over repeats)."
+    )
+    lines.append(
+        f"Load average (1, 5, 15 min) at start: {load_start[0]:.2f} {load_start[1]:.2f} "
+        f"{load_start[2]:.2f}; at end: {load_end[0]:.2f} {load_end[1]:.2f} {load_end[2]:.2f}; "
+        f"1-min load around the timed runs: min {min(loads):.2f}, median "
+        f"{statistics.median(loads):.2f}, max {max(loads):.2f}."
+    )
     changed = "" if fingerprint_end == fingerprint else f" -> {fingerprint_end} (CHANGED during the run)"
     lines.append(f"jaxrank sources sha256: {fingerprint}{changed}.")
     lines.append("")
-    lines.append("| tool | wall s (median) | wall s (min..max) | CPU s (user+sys, median) | peak RSS MB "
-                 "| wall / pytrec_eval | RSS / pytrec_eval | output lines | map |")
+    lines.append(
+        "| tool | wall s (median) | wall s (min..max) | CPU s (user+sys, median) | peak RSS MB "
+        "| wall / pytrec_eval | RSS / pytrec_eval | output lines | map |"
+    )
     lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for i, (name, _) in enumerate(tools):
         rs = results[name]
@@ -407,22 +446,27 @@ def _bench(args, data: Path) -> int:
             rw = rm = "-"
         out = outs / f"tool{i}.txt"
         n_out = len(out.read_text().splitlines()) if out.exists() else 0
-        lines.append(f"| {name} | {w:.2f} | {min(walls):.2f}..{max(walls):.2f} | {cpu:.1f} | {mb:.0f} "
-                     f"| {rw} | {rm} | {n_out} | {_map_value(out)} |")
+        lines.append(
+            f"| {name} | {w:.2f} | {min(walls):.2f}..{max(walls):.2f} | {cpu:.1f} | {mb:.0f} "
+            f"| {rw} | {rm} | {n_out} | {_map_value(out)} |"
+        )
     if not shutil.which("trec_eval"):
         lines.append("| trec_eval (C), not on PATH: figure given to us, not measured here | ~4.5 | | | ~400 | | | | |")
     lines.append("")
     for jr in (n for n in results if "jaxrank eval" in n) if ref else ():
         speed = med(ref, "wall") / med(jr, "wall")
         mem = rss_mb(ref) / rss_mb(jr)
-        lines.append(f"{jr} vs the pytrec_eval path: speed-up {speed:.2f}x (pytrec_eval wall / jaxrank "
-                     f"wall; target >= 2x: {'met' if speed >= 2 else 'NOT met'}), peak-RSS ratio {mem:.2f}x "
-                     f"(pytrec_eval / jaxrank; target > 1x: {'met' if mem > 1 else 'NOT met'}).")
+        lines.append(
+            f"{jr} vs the pytrec_eval path: speed-up {speed:.2f}x (pytrec_eval wall / jaxrank "
+            f"wall; target >= 2x: {'met' if speed >= 2 else 'NOT met'}), peak-RSS ratio {mem:.2f}x "
+            f"(pytrec_eval / jaxrank; target > 1x: {'met' if mem > 1 else 'NOT met'})."
+        )
     if breakdown is not None:
         lines.append("")
         if "phases" in breakdown:
-            lines.append(f"jaxrank phase breakdown (one run, public functions, peak RSS "
-                         f"{breakdown['maxrss_kb'] / 1024:.0f} MB):")
+            lines.append(
+                f"jaxrank phase breakdown (one run, public functions, peak RSS {breakdown['maxrss_kb'] / 1024:.0f} MB):"
+            )
             lines.append("")
             lines.append("| phase | s |")
             lines.append("|---|---:|")
@@ -433,9 +477,20 @@ def _bench(args, data: Path) -> int:
     text = "\n".join(lines)
     print(text)
     if args.json:
-        Path(args.json).write_text(json.dumps(dict(
-            args=vars(args), fingerprint=[fingerprint, fingerprint_end], load_start=load_start, load_end=load_end, results=results,
-            breakdown=breakdown, ranx_metrics=RANX_METRICS), indent=1))
+        Path(args.json).write_text(
+            json.dumps(
+                dict(
+                    args=vars(args),
+                    fingerprint=[fingerprint, fingerprint_end],
+                    load_start=load_start,
+                    load_end=load_end,
+                    results=results,
+                    breakdown=breakdown,
+                    ranx_metrics=RANX_METRICS,
+                ),
+                indent=1,
+            )
+        )
     return 0
 
 

@@ -45,13 +45,13 @@ import json
 import math
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, NamedTuple, Optional, Sequence
-
-import numpy as np
+from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 try:
@@ -120,9 +120,7 @@ def load_lambdarank(
     """
     data_dir = Path(data_dir)
     train = read_svmlight(data_dir / "rank.train", data_dir / "rank.train.query")
-    test = read_svmlight(
-        data_dir / "rank.test", data_dir / "rank.test.query", num_features=train.features.shape[1]
-    )
+    test = read_svmlight(data_dir / "rank.test", data_dir / "rank.test.query", num_features=train.features.shape[1])
     q = train.group_sizes.size
     order = np.random.default_rng(split_seed).permutation(q)
     n_valid = int(round(valid_fraction * q))
@@ -198,8 +196,17 @@ def _dropout(x, rate: float, key):
     return jnp.where(keep, x / (1.0 - rate), 0.0)
 
 
-def mlp(params, x, where=None, *, dropout: float = 0.0, input_dropout: float = 0.0, layernorm: bool = False,
-        context: bool = False, key=None):
+def mlp(
+    params,
+    x,
+    where=None,
+    *,
+    dropout: float = 0.0,
+    input_dropout: float = 0.0,
+    layernorm: bool = False,
+    context: bool = False,
+    key=None,
+):
     """Scores ``[..., n]`` for features ``[..., n, d]``; dropout on the hidden units (and on
     the inputs, ``input_dropout``) when ``key``. ``layernorm``: each hidden layer's
     pre-activations are standardised over its units (no learned scale or shift: the next
@@ -224,8 +231,19 @@ def mlp(params, x, where=None, *, dropout: float = 0.0, input_dropout: float = 0
     return x[..., 0]
 
 
-def score(params, x, where, *, query_norm: bool = False, dropout: float = 0.0, input_dropout: float = 0.0,
-          input_noise: float = 0.0, layernorm: bool = False, context: bool = False, key=None):
+def score(
+    params,
+    x,
+    where,
+    *,
+    query_norm: bool = False,
+    dropout: float = 0.0,
+    input_dropout: float = 0.0,
+    input_noise: float = 0.0,
+    layernorm: bool = False,
+    context: bool = False,
+    key=None,
+):
     """The scorer: :func:`mlp` of the features, and of their :func:`query_normalize` view if asked.
     ``input_noise`` (when ``key``): Gaussian noise of that deviation is added to the valid
     documents' features first (data augmentation; the within-query view sees it too)."""
@@ -234,8 +252,9 @@ def score(params, x, where, *, query_norm: bool = False, dropout: float = 0.0, i
         x = jnp.where(where[..., None], x + input_noise * jax.random.normal(sub, x.shape, x.dtype), 0.0)
     if query_norm:
         x = jnp.concatenate([x, query_normalize(x, where)], -1)
-    return mlp(params, x, where, dropout=dropout, input_dropout=input_dropout, layernorm=layernorm,
-               context=context, key=key)
+    return mlp(
+        params, x, where, dropout=dropout, input_dropout=input_dropout, layernorm=layernorm, context=context, key=key
+    )
 
 
 # --------------------------------------------------------------------------- losses
@@ -249,9 +268,18 @@ def standardize_scores(scores, where, eps: float = 1e-6):
     return jnp.where(where, (scores - mean) * jax.lax.rsqrt(var + eps), 0.0)
 
 
-def make_loss(name: str, temperature: Optional[float] = None, gain: str = "linear", *,
-              cutoff: Optional[int] = None, sinkhorn: int = 0, regularization: str = "l2",
-              score_norm: bool = False, gumbel: int = 0, units: str = "score") -> Callable:
+def make_loss(
+    name: str,
+    temperature: Optional[float] = None,
+    gain: str = "linear",
+    *,
+    cutoff: Optional[int] = None,
+    sinkhorn: int = 0,
+    regularization: str = "l2",
+    score_norm: bool = False,
+    gumbel: int = 0,
+    units: str = "score",
+) -> Callable:
     """``loss(scores, labels, where, scale=1.0, key=None) -> [Q]`` from :mod:`jaxrank.losses`.
 
     ``approx`` / ``softrank`` / ``neuralsort`` / ``softsort``: ``1 - nDCG`` computed by
@@ -280,8 +308,11 @@ def make_loss(name: str, temperature: Optional[float] = None, gain: str = "linea
 
     if name in SOFT_LOSSES:
         factory = getattr(jaxrank, name)
-        options = {"neuralsort": dict(sinkhorn=sinkhorn), "softsort": dict(sinkhorn=sinkhorn),
-                   "softrank": dict(regularization=regularization)}
+        options = {
+            "neuralsort": dict(sinkhorn=sinkhorn),
+            "softsort": dict(sinkhorn=sinkhorn),
+            "softrank": dict(regularization=regularization),
+        }
         # softrank's smoothing parameter is its regularization strength; approx, neuralsort
         # and softsort call theirs a temperature.
         args = () if temperature is None else (temperature,)
@@ -291,8 +322,9 @@ def make_loss(name: str, temperature: Optional[float] = None, gain: str = "linea
             if score_norm:
                 scores = standardize_scores(scores, where)
             sampled = ranker if gumbel <= 0 or key is None else jaxrank.gumbel(ranker, gumbel, key)
-            return losses.metric_loss(scale * scores, labels, where=where, metric=jaxrank.ndcg, ranker=sampled,
-                                      gain=gain, k=cutoff)
+            return losses.metric_loss(
+                scale * scores, labels, where=where, metric=jaxrank.ndcg, ranker=sampled, gain=gain, k=cutoff
+            )
 
         return loss
     if name in BASELINE_LOSSES:
@@ -331,7 +363,7 @@ class Config:
     transform: str = "quantile"  # feature preprocessing: "quantile" or "standard"
     eval_every: int = 25
 
-    def replace(self, **kw) -> "Config":
+    def replace(self, **kw) -> Config:
         return dataclasses.replace(self, **{k: v for k, v in kw.items() if v is not None})
 
 
@@ -354,8 +386,9 @@ def config_for(loss: str, base: Config = DEFAULTS, **overrides) -> Config:
     return base.replace(**LOSS_DEFAULTS.get(loss, {})).replace(**overrides)
 
 
-def evaluate(params, split: Split, query_norm: bool = False, layernorm: bool = False,
-             context: bool = False) -> np.ndarray:
+def evaluate(
+    params, split: Split, query_norm: bool = False, layernorm: bool = False, context: bool = False
+) -> np.ndarray:
     """Mean exact nDCG@(1, 5, 10) over the queries of ``split`` (trec_eval conventions).
 
     ``params`` of one model gives ``[3]``; params stacked over seeds (as returned
@@ -410,8 +443,9 @@ def train(
     batch = q if cfg.batch <= 0 or cfg.batch >= q else cfg.batch
     sizes = (x.shape[-1] * (2 if cfg.query_norm else 1), *cfg.hidden, 1)
     if cfg.warmup > 0:
-        schedule = optax.warmup_cosine_decay_schedule(0.0, cfg.lr, max(int(round(cfg.warmup * cfg.steps)), 1),
-                                                      max(cfg.steps, 1), end_value=0.05 * cfg.lr)
+        schedule = optax.warmup_cosine_decay_schedule(
+            0.0, cfg.lr, max(int(round(cfg.warmup * cfg.steps)), 1), max(cfg.steps, 1), end_value=0.05 * cfg.lr
+        )
     else:
         schedule = optax.cosine_decay_schedule(cfg.lr, max(cfg.steps, 1), alpha=0.05)
     optimizer = optax.adamw(schedule, weight_decay=cfg.weight_decay)
@@ -427,9 +461,18 @@ def train(
         if batch < q:
             idx = jax.random.choice(pick_key, q, (batch,), replace=False)
             x, y, where = x[idx], y[idx], where[idx]
-        scores = score(params, x, where, query_norm=cfg.query_norm, dropout=cfg.dropout,
-                       input_dropout=cfg.input_dropout, input_noise=cfg.input_noise, layernorm=cfg.layernorm,
-                       context=cfg.context, key=drop_key)
+        scores = score(
+            params,
+            x,
+            where,
+            query_norm=cfg.query_norm,
+            dropout=cfg.dropout,
+            input_dropout=cfg.input_dropout,
+            input_noise=cfg.input_noise,
+            layernorm=cfg.layernorm,
+            context=cfg.context,
+            key=drop_key,
+        )
         return jnp.mean(loss_fn(scores, y, where, scale, noise_key))
 
     def temperature_scale(step):
@@ -478,8 +521,7 @@ def train(
         history["ndcg@10"].append(ndcg10())
         if progress is not None:
             progress.update(n)
-            progress.set_postfix(loss=f"{values[:, -1].mean():.4f}",
-                                 ndcg10=f"{history['ndcg@10'][-1].mean():.4f}")
+            progress.set_postfix(loss=f"{values[:, -1].mean():.4f}", ndcg10=f"{history['ndcg@10'][-1].mean():.4f}")
     history["ndcg@10"] = np.stack(history["ndcg@10"], 1).tolist()  # [seeds][evals]
     return evaluated, history
 
@@ -503,8 +545,7 @@ def weight_average(decay: float) -> WeightAverage:
     which matters when ``1 / (1 - decay)`` is not small against the number of steps.
     """
     if decay == 0:
-        return WeightAverage(lambda params: (), lambda params, state: (None, state),
-                             lambda params, state: params)
+        return WeightAverage(lambda params: (), lambda params, state: (None, state), lambda params, state: params)
     if not 0 < decay < 1:
         raise ValueError(f"ema must be 0 (off) or in (0, 1), got {decay}")
     ema = optax.ema(decay, debias=True)
@@ -531,8 +572,15 @@ LIGHTGBM_PARAMS = dict(
 )
 
 
-def run_lightgbm(data_dir, seed: int, *, valid_fraction: float = 0.0, split_seed: int = 0,
-                 bagging: bool = True, n_estimators: Optional[int] = None) -> np.ndarray:
+def run_lightgbm(
+    data_dir,
+    seed: int,
+    *,
+    valid_fraction: float = 0.0,
+    split_seed: int = 0,
+    bagging: bool = True,
+    n_estimators: Optional[int] = None,
+) -> np.ndarray:
     """LightGBM's LambdaRank (``LIGHTGBM_PARAMS``); returns nDCG@(1, 5, 10) by jaxrank.
 
     Evaluated on test, or on the validation split when ``valid_fraction > 0``.
@@ -585,8 +633,9 @@ def run(
 
     def data_for(transform):
         if transform not in cache:
-            cache[transform] = load_lambdarank(data_dir, valid_fraction=valid_fraction,
-                                               split_seed=split_seed, transform=transform)
+            cache[transform] = load_lambdarank(
+                data_dir, valid_fraction=valid_fraction, split_seed=split_seed, transform=transform
+            )
         return cache[transform]
 
     results: dict = {
@@ -599,13 +648,24 @@ def run(
     }
     for name in losses:
         cfg = config_for(name, base, **overrides)
-        loss_fn = make_loss(name, cfg.temperature, cfg.gain, cutoff=cfg.cutoff, sinkhorn=cfg.sinkhorn,
-                            regularization=cfg.regularization, score_norm=cfg.score_norm, gumbel=cfg.gumbel,
-                            units=cfg.units)
+        loss_fn = make_loss(
+            name,
+            cfg.temperature,
+            cfg.gain,
+            cutoff=cfg.cutoff,
+            sinkhorn=cfg.sinkhorn,
+            regularization=cfg.regularization,
+            score_norm=cfg.score_norm,
+            gumbel=cfg.gumbel,
+            units=cfg.units,
+        )
         data = data_for(cfg.transform)
         eval_split = data.valid if valid_fraction > 0 else data.test
-        bar = None if tqdm is None else tqdm(total=cfg.steps, desc=f"{name} x{len(seeds)} seeds",
-                                             leave=True, dynamic_ncols=True)
+        bar = (
+            None
+            if tqdm is None
+            else tqdm(total=cfg.steps, desc=f"{name} x{len(seeds)} seeds", leave=True, dynamic_ncols=True)
+        )
         start = time.perf_counter()
         params, history = train(loss_fn, data, cfg, seeds, eval_split=eval_split, progress=bar)
         if bar is not None:
@@ -623,8 +683,12 @@ def run(
         for label, bagging in (("lightgbm_lambdarank", True), ("lightgbm_lambdarank_nobagging", False)):
             try:
                 start = time.perf_counter()
-                runs = [run_lightgbm(data_dir, s, valid_fraction=valid_fraction, split_seed=split_seed,
-                                     bagging=bagging).tolist() for s in seeds]
+                runs = [
+                    run_lightgbm(
+                        data_dir, s, valid_fraction=valid_fraction, split_seed=split_seed, bagging=bagging
+                    ).tolist()
+                    for s in seeds
+                ]
             except ImportError:
                 print("lightgbm is not installed: skipping the LambdaRank baseline", file=sys.stderr)
                 break
@@ -650,8 +714,10 @@ def markdown_table(results: dict) -> str:
         rows.append(f"| {name} | " + " | ".join(cells) + " |")
     n = len(results["seeds"])
     rows.append("")
-    rows.append(f"{results['evaluated_on']}; mean ± std over {n} seed{'s' * (n != 1)} "
-                f"({', '.join(map(str, results['seeds']))}).")
+    rows.append(
+        f"{results['evaluated_on']}; mean ± std over {n} seed{'s' * (n != 1)} "
+        f"({', '.join(map(str, results['seeds']))})."
+    )
     return "\n".join(rows)
 
 
@@ -669,8 +735,12 @@ def plot_history(results: dict, ax=None):
             (line,) = ax.plot(steps, mean, label=name)
             ax.fill_between(steps, mean - std, mean + std, color=line.get_color(), alpha=0.15)
         else:
-            ax.axhline(r["mean"][-1], linestyle="--", color="black" if "nobagging" not in name else "gray",
-                       label=f"{name} (100 trees)")
+            ax.axhline(
+                r["mean"][-1],
+                linestyle="--",
+                color="black" if "nobagging" not in name else "gray",
+                label=f"{name} (100 trees)",
+            )
     ax.set_xlabel("training step")
     ax.set_ylabel(f"{results['evaluated_on'].split()[0]} nDCG@10")
     ax.set_title("MLP on LightGBM's lambdarank data")
@@ -683,8 +753,9 @@ QUICK = dict(steps=40, eval_every=20, hidden=(64, 32))
 
 
 def main(argv=None) -> dict:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--data", default=str(DEFAULT_DATA), help="folder with rank.train(.query), rank.test(.query)")
     p.add_argument("--losses", default=",".join(ALL_LOSSES), help="comma-separated, from: " + ", ".join(ALL_LOSSES))
     p.add_argument("--seeds", type=int, help="number of seeds 0, 1, ... (default 5; 1 with --quick)")
@@ -699,27 +770,37 @@ def main(argv=None) -> dict:
     p.add_argument("--cutoff", type=int, help="soft-metric losses: k of the soft nDCG (default: whole list)")
     p.add_argument("--sinkhorn", type=int, help="neuralsort: Sinkhorn iterations")
     p.add_argument("--regularization", choices=("l2", "kl"), help="softrank: projection")
-    p.add_argument("--ema", type=float,
-                   help="evaluate a moving average of the weights with this decay (e.g. 0.99; 0: off)")
-    p.add_argument("--anneal", type=float,
-                   help="soft losses: start at this multiple of the temperature, decay geometrically to it")
-    p.add_argument("--score-norm", choices=("on", "off"),
-                   help="soft losses: standardise each list's scores before the soft ranker")
-    p.add_argument("--units", choices=("score", "std"),
-                   help="soft rankers' units= (default score: the tuned protocol; std: the library default)")
+    p.add_argument(
+        "--ema", type=float, help="evaluate a moving average of the weights with this decay (e.g. 0.99; 0: off)"
+    )
+    p.add_argument(
+        "--anneal", type=float, help="soft losses: start at this multiple of the temperature, decay geometrically to it"
+    )
+    p.add_argument(
+        "--score-norm", choices=("on", "off"), help="soft losses: standardise each list's scores before the soft ranker"
+    )
+    p.add_argument(
+        "--units",
+        choices=("score", "std"),
+        help="soft rankers' units= (default score: the tuned protocol; std: the library default)",
+    )
     p.add_argument("--warmup", type=float, help="fraction of the steps with a linear learning-rate warm-up")
     p.add_argument("--input-dropout", type=float, help="dropout rate on the MLP's input features")
     p.add_argument("--layernorm", choices=("on", "off"), help="LayerNorm (no affine) before each hidden ReLU")
     p.add_argument("--gumbel", type=int, help="soft losses: Plackett-Luce samples per list and step")
     p.add_argument("--input-noise", type=float, help="deviation of Gaussian noise added to the input features")
-    p.add_argument("--context", choices=("on", "off"),
-                   help="feed the list's mean of the first hidden layer to the second layer")
+    p.add_argument(
+        "--context", choices=("on", "off"), help="feed the list's mean of the first hidden layer to the second layer"
+    )
     p.add_argument("--hidden", help="hidden sizes, e.g. 256,128")
     p.add_argument("--transform", choices=("quantile", "standard"), help="feature preprocessing")
-    p.add_argument("--query-norm", choices=("on", "off"),
-                   help="also feed features standardised within their query")
-    p.add_argument("--valid-fraction", type=float, default=0.0,
-                   help="hold out this fraction of TRAIN queries and evaluate there instead of on test")
+    p.add_argument("--query-norm", choices=("on", "off"), help="also feed features standardised within their query")
+    p.add_argument(
+        "--valid-fraction",
+        type=float,
+        default=0.0,
+        help="hold out this fraction of TRAIN queries and evaluate there instead of on test",
+    )
     p.add_argument("--split-seed", type=int, default=0)
     p.add_argument("--no-lightgbm", action="store_true")
     p.add_argument("--quick", action="store_true", help="tiny setting (CI): 1 seed, 40 steps, small MLP")
@@ -728,16 +809,32 @@ def main(argv=None) -> dict:
     p.add_argument("--plot", metavar="PNG", help="save the nDCG@10 curves here")
     args = p.parse_args(argv)
 
-    overrides = dict(steps=args.steps, eval_every=args.eval_every, lr=args.lr,
-                     weight_decay=args.weight_decay, dropout=args.dropout, batch=args.batch,
-                     temperature=args.temperature, gain=args.gain, ema=args.ema, transform=args.transform,
-                     cutoff=args.cutoff, sinkhorn=args.sinkhorn, regularization=args.regularization,
-                     query_norm=None if args.query_norm is None else args.query_norm == "on",
-                     anneal=args.anneal, warmup=args.warmup, units=args.units, input_dropout=args.input_dropout,
-                     score_norm=None if args.score_norm is None else args.score_norm == "on",
-                     layernorm=None if args.layernorm is None else args.layernorm == "on",
-                     input_noise=args.input_noise, gumbel=args.gumbel, context=None if args.context is None else args.context == "on",
-                     hidden=tuple(int(h) for h in args.hidden.split(",")) if args.hidden else None)
+    overrides = dict(
+        steps=args.steps,
+        eval_every=args.eval_every,
+        lr=args.lr,
+        weight_decay=args.weight_decay,
+        dropout=args.dropout,
+        batch=args.batch,
+        temperature=args.temperature,
+        gain=args.gain,
+        ema=args.ema,
+        transform=args.transform,
+        cutoff=args.cutoff,
+        sinkhorn=args.sinkhorn,
+        regularization=args.regularization,
+        query_norm=None if args.query_norm is None else args.query_norm == "on",
+        anneal=args.anneal,
+        warmup=args.warmup,
+        units=args.units,
+        input_dropout=args.input_dropout,
+        score_norm=None if args.score_norm is None else args.score_norm == "on",
+        layernorm=None if args.layernorm is None else args.layernorm == "on",
+        input_noise=args.input_noise,
+        gumbel=args.gumbel,
+        context=None if args.context is None else args.context == "on",
+        hidden=tuple(int(h) for h in args.hidden.split(",")) if args.hidden else None,
+    )
     seeds = tuple(range(args.seeds if args.seeds is not None else (1 if args.quick else 5)))
     if args.quick:
         overrides = {**QUICK, **{k: v for k, v in overrides.items() if v is not None}}
@@ -745,9 +842,16 @@ def main(argv=None) -> dict:
     for name in losses:
         if name not in ALL_LOSSES:
             p.error(f"unknown loss {name!r}; choose from {', '.join(ALL_LOSSES)}")
-    results = run(losses, seeds, data_dir=args.data, valid_fraction=args.valid_fraction,
-                  split_seed=args.split_seed, lightgbm=not args.no_lightgbm, overrides=overrides,
-                  progress=not args.no_progress)
+    results = run(
+        losses,
+        seeds,
+        data_dir=args.data,
+        valid_fraction=args.valid_fraction,
+        split_seed=args.split_seed,
+        lightgbm=not args.no_lightgbm,
+        overrides=overrides,
+        progress=not args.no_progress,
+    )
     results["command"] = " ".join(["python", "examples/train_ltr.py", *(argv if argv is not None else sys.argv[1:])])
     print(markdown_table(results))
     if args.json:

@@ -37,10 +37,20 @@ Measures = Union[str, Iterable[str]]
 
 # Kernels that read the ranked list in one order (prefix counts through min/max/log):
 # exact for ties="stable" only; every other kernel goes through the Ranks operations.
-_STABLE_ONLY = frozenset({
-    "bpref", "gm_bpref", "infAP", "binG", "iprec_at_recall", "11pt_avg", "G", "ndcg_rel",
-    "Rndcg", "relstring",
-})
+_STABLE_ONLY = frozenset(
+    {
+        "bpref",
+        "gm_bpref",
+        "infAP",
+        "binG",
+        "iprec_at_recall",
+        "11pt_avg",
+        "G",
+        "ndcg_rel",
+        "Rndcg",
+        "relstring",
+    }
+)
 
 #: Aggregations over queries that the state streams exactly (see :func:`accumulator`).
 HOWS: tuple[str, ...] = ("mean", "gmean", "min", "max")

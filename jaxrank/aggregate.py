@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Literal
 
 import jax
 import jax.numpy as jnp
@@ -95,7 +95,9 @@ def aggregate(
         mean = total / jnp.sum(w, axis=0)
         return jnp.exp(mean) if how == "gmean" else mean
     if how == "median":
-        return jnp.nanmedian(jnp.where(keep, values, jnp.nan), axis=0) if empty == "skip" else jnp.median(values, axis=0)
+        return (
+            jnp.nanmedian(jnp.where(keep, values, jnp.nan), axis=0) if empty == "skip" else jnp.median(values, axis=0)
+        )
     reduce = jnp.min if how == "min" else jnp.max
     fill = jnp.inf if how == "min" else -jnp.inf
     out = reduce(jnp.where(keep, values, fill), axis=0)

@@ -56,30 +56,51 @@ def _parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("qrels", nargs="?", help="qrels file (qid iter docno rel)")
     ev.add_argument("run", nargs="?", help="run file (qid Q0 docno rank score tag)")
-    ev.add_argument("-m", dest="measures", action="append", metavar="MEASURE",
-                    help="measure: trec_eval name (map, P.5,10, all_trec) or ir_measures string "
-                    "(nDCG@10); repeatable; default: trec_eval's official set")
+    ev.add_argument(
+        "-m",
+        dest="measures",
+        action="append",
+        metavar="MEASURE",
+        help="measure: trec_eval name (map, P.5,10, all_trec) or ir_measures string "
+        "(nDCG@10); repeatable; default: trec_eval's official set",
+    )
     ev.add_argument("-q", dest="per_query", action="store_true", help="also print each query's values")
-    ev.add_argument("-c", dest="complete", action="store_true",
-                    help="average over all queries of the qrels (missing ones score 0)")
+    ev.add_argument(
+        "-c", dest="complete", action="store_true", help="average over all queries of the qrels (missing ones score 0)"
+    )
     ev.add_argument("-M", dest="max_docs", type=int, metavar="N", help="evaluate only the top N documents")
-    ev.add_argument("-l", dest="rel_level", type=int, default=1, metavar="N",
-                    help="relevance level: rel >= N is relevant (default 1)")
+    ev.add_argument(
+        "-l",
+        dest="rel_level",
+        type=int,
+        default=1,
+        metavar="N",
+        help="relevance level: rel >= N is relevant (default 1)",
+    )
     ev.add_argument("-J", dest="judged_only", action="store_true", help="drop unjudged retrieved documents")
-    ev.add_argument("-N", dest="num_docs", type=int, default=0, metavar="N",
-                    help="number of documents in the collection (utility)")
+    ev.add_argument(
+        "-N", dest="num_docs", type=int, default=0, metavar="N", help="number of documents in the collection (utility)"
+    )
     ev.add_argument("-n", dest="no_summary", action="store_true", help="no summary (the 'all' lines)")
-    ev.add_argument("--format", choices=("trec", "json", "csv"), default="trec",
-                    help="output format (default trec: trec_eval's bytes)")
-    ev.add_argument("--trec-eval-version", dest="version", choices=("10", "9"), default="10",
-                    help="reproduce trec_eval 10.0 (default) or 9.x, as bundled in pytrec_eval")
+    ev.add_argument(
+        "--format",
+        choices=("trec", "json", "csv"),
+        default="trec",
+        help="output format (default trec: trec_eval's bytes)",
+    )
+    ev.add_argument(
+        "--trec-eval-version",
+        dest="version",
+        choices=("10", "9"),
+        default="10",
+        help="reproduce trec_eval 10.0 (default) or 9.x, as bundled in pytrec_eval",
+    )
     return parser
 
 
 def _fast_compile_flags() -> None:
-    """XLA:CPU compiles the measures about twice as fast with its older fusion code
-    emitters, and the compiled code runs as fast (measured on 5000 queries x 1000 documents,
-    ``-m all_trec``; see docs/trec.md). Only for the jaxlib versions where the flag is known
+    """XLA:CPU compiles the measures faster with its older fusion code emitters, and the
+    compiled code runs as fast (docs/bench_trec.md). Only for the jaxlib versions where the flag is known
     (XLA aborts on an unknown flag), only when the user set no such flag, and only before XLA
     starts (in-process callers keep their settings)."""
     flag = "--xla_cpu_use_fusion_emitters=false"
@@ -189,13 +210,18 @@ def _run_eval(args) -> str:
     qrels, run = args.qrels, args.run
     if qrels is None and run is None:
         qrels, run = trec.demo_paths()
-        print(f"jaxrank: no files given; evaluating the demo pair shipped with jaxrank: {qrels} {run}",
-              file=sys.stderr)
+        print(f"jaxrank: no files given; evaluating the demo pair shipped with jaxrank: {qrels} {run}", file=sys.stderr)
     elif run is None:
         raise _UsageError("give both QRELS and RUN, or neither for the demo pair")
     rep = report(
-        str(qrels), str(run), args.measures, complete=args.complete, max_docs=args.max_docs,
-        rel_level=args.rel_level, judged_only=args.judged_only, num_docs=args.num_docs,
+        str(qrels),
+        str(run),
+        args.measures,
+        complete=args.complete,
+        max_docs=args.max_docs,
+        rel_level=args.rel_level,
+        judged_only=args.judged_only,
+        num_docs=args.num_docs,
         version=args.version,
         before_run=lambda plan, q: _speculate(plan, q, str(run), complete=args.complete, max_docs=args.max_docs),
     )

@@ -25,7 +25,8 @@ unless ``zero_based=True``; absent features are 0.
 from __future__ import annotations
 
 import os
-from typing import NamedTuple, Optional, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple, Optional
 
 import numpy as np
 
@@ -104,7 +105,7 @@ def read_svmlight(
     line_qids: list[Optional[int]] = []
     line_numbers: list[int] = []
     max_col = -1
-    with open(path, "r", encoding="utf-8") as f:
+    with open(path, encoding="utf-8") as f:
         for lineno, raw in enumerate(f, start=1):
             line = raw.split("#", 1)[0].strip()
             if not line:
@@ -183,7 +184,7 @@ def read_svmlight(
 
 def _read_query_file(query_path) -> np.ndarray:
     sizes = []
-    with open(query_path, "r", encoding="utf-8") as f:
+    with open(query_path, encoding="utf-8") as f:
         for lineno, raw in enumerate(f, start=1):
             line = raw.strip()
             if not line:
@@ -259,9 +260,7 @@ def pad_queries(
     if (sizes < 0).any():
         raise ValueError("group_sizes must be non-negative")
     if sizes.sum() != features.shape[0]:
-        raise ValueError(
-            f"group_sizes sum to {int(sizes.sum())} but there are {features.shape[0]} documents"
-        )
+        raise ValueError(f"group_sizes sum to {int(sizes.sum())} but there are {features.shape[0]} documents")
     if max_docs is None:
         n = int(sizes.max()) if sizes.size else 0
     else:

@@ -97,9 +97,7 @@ def group_by_query(
     max_size = _checks.positive_int(max_size, "max_size")
     grouped = _group_static(preds, target, indexes, ignore_index, num_queries, max_size)
     if not isinstance(grouped.overflow, jax.core.Tracer) and int(grouped.overflow) > 0:
-        raise ValueError(
-            f"{int(grouped.overflow)} items do not fit num_queries={num_queries}, max_size={max_size}"
-        )
+        raise ValueError(f"{int(grouped.overflow)} items do not fit num_queries={num_queries}, max_size={max_size}")
     return grouped
 
 

@@ -98,8 +98,8 @@ def _merge(best: Array, best_ids: Array, scores: Array, offset, k: int, recall_t
         candidates = jnp.concatenate([best_ids, pos.astype(_ID_DTYPE) + offset], axis=-1)
         values, at = lax.top_k(jnp.concatenate([best, scores], axis=-1), k)
         return values, jnp.take_along_axis(candidates, at, axis=-1)
-    # Exact: one top-k over the running list and the whole block (measured faster
-    # on CPU than a top-k of the block followed by a merge of two short lists).
+    # Exact: one top-k over the running list and the whole block (faster on CPU than a
+    # top-k of the block followed by a merge of two short lists; docs/scale.md).
     values, at = lax.top_k(jnp.concatenate([best, scores], axis=-1), k)
     from_best = jnp.take_along_axis(best_ids, jnp.minimum(at, k - 1), axis=-1)
     return values, jnp.where(at < k, from_best, at.astype(_ID_DTYPE) - k + offset)

@@ -16,13 +16,38 @@ from tests.devices import run_with_host_devices
 # Measures of both spellings, with cutoffs longer and shorter than the lists, a rel level,
 # judged-only, and the measures that read unjudged documents (bpref, infAP, Judged, unj).
 TREC_MEASURES = [
-    "map", "gm_map", "P.5,10", "recall.10", "ndcg", "ndcg_cut.5,10", "recip_rank", "Rprec",
-    "bpref", "infAP", "iprec_at_recall", "11pt_avg", "set_F", "unj.5", "rbp", "num_ret",
-    "num_rel", "num_rel_ret", "num_q", "success.1",
+    "map",
+    "gm_map",
+    "P.5,10",
+    "recall.10",
+    "ndcg",
+    "ndcg_cut.5,10",
+    "recip_rank",
+    "Rprec",
+    "bpref",
+    "infAP",
+    "iprec_at_recall",
+    "11pt_avg",
+    "set_F",
+    "unj.5",
+    "rbp",
+    "num_ret",
+    "num_rel",
+    "num_rel_ret",
+    "num_q",
+    "success.1",
 ]
 IR_MEASURES = [
-    "nDCG@10", "AP", "R@100", "P(rel=2)@5", "RR@10", "ERR@10", "Judged@5", "Success@3",
-    "P(judged_only=True)@5", "RBP(p=0.8,rel=1)",
+    "nDCG@10",
+    "AP",
+    "R@100",
+    "P(rel=2)@5",
+    "RR@10",
+    "ERR@10",
+    "Judged@5",
+    "Success@3",
+    "P(judged_only=True)@5",
+    "RBP(p=0.8,rel=1)",
 ]
 
 
@@ -89,7 +114,9 @@ def test_compute_equals_pytrec_eval(trec_case):
 
     _, qrels, run, qids, lists, judg = trec_case
     names = {"map", "ndcg_cut_10", "P_5", "recip_rank", "bpref", "Rprec", "recall_10", "infAP"}
-    want = pytrec_eval.RelevanceEvaluator(qrels, {n.rsplit("_", 1)[0] if n[-1].isdigit() else n for n in names}).evaluate(run)
+    want = pytrec_eval.RelevanceEvaluator(
+        qrels, {n.rsplit("_", 1)[0] if n[-1].isdigit() else n for n in names}
+    ).evaluate(run)
     # the measure list of the test above: the compiled computation is reused
     got = compute(lists["scores"], lists["labels"], TREC_MEASURES + IR_MEASURES, where=lists["where"], **judg)
     for name in names:
@@ -133,16 +160,26 @@ def test_compute_equals_each_metric_called_alone(ties, with_judgments):
     got = compute(s, y, list(want), where=w, ties=ties, **extra)
     assert len(got) == len(want)
     for name, value in want.items():
-        np.testing.assert_allclose(got[name.replace(".", "_") if name[0].islower() else name], value, rtol=1e-12, atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(
+            got[name.replace(".", "_") if name[0].islower() else name], value, rtol=1e-12, atol=1e-12, err_msg=name
+        )
 
 
 def test_compute_under_jit_and_with_batch_axes():
     s, y, w, j, jw = random_lists(2, shape=(6, 9))
     names = ["nDCG@10", "AP", "bpref", "P.3"]
     eager = compute(s, y, names, where=w, judgments=j, judgments_where=jw)
-    jitted = jax.jit(lambda *a: compute(a[0], a[1], names, where=a[2], judgments=a[3], judgments_where=a[4]))(s, y, w, j, jw)
-    stacked = compute(s.reshape(2, 3, 9), y.reshape(2, 3, 9), names, where=w.reshape(2, 3, 9),
-                      judgments=j.reshape(2, 3, -1), judgments_where=jw.reshape(2, 3, -1))
+    jitted = jax.jit(lambda *a: compute(a[0], a[1], names, where=a[2], judgments=a[3], judgments_where=a[4]))(
+        s, y, w, j, jw
+    )
+    stacked = compute(
+        s.reshape(2, 3, 9),
+        y.reshape(2, 3, 9),
+        names,
+        where=w.reshape(2, 3, 9),
+        judgments=j.reshape(2, 3, -1),
+        judgments_where=jw.reshape(2, 3, -1),
+    )
     for name in eager:
         np.testing.assert_allclose(jitted[name], eager[name], rtol=1e-12)
         np.testing.assert_allclose(stacked[name].reshape(-1), eager[name], rtol=1e-12)
@@ -164,7 +201,9 @@ def test_compute_padding_changes_nothing(trec_case):
         judgments_where=pad(judg["judgments_where"], 4, lambda sh: np.zeros(sh, bool)),
     )
     for name in got:
-        np.testing.assert_allclose(got[name], [want["per_query"][q][name] for q in qids], rtol=1e-12, atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(
+            got[name], [want["per_query"][q][name] for q in qids], rtol=1e-12, atol=1e-12, err_msg=name
+        )
 
 
 def test_compute_rejects_bad_input_by_name():
@@ -215,13 +254,17 @@ def test_accumulator_chunked_and_merged_equals_one_shot(trec_case):
     _, _, _, _, lists, judg = trec_case
     arrays = [lists["scores"], lists["labels"], lists["where"], judg["judgments"], judg["judgments_where"]]
     acc = accumulator(TREC_MEASURES + IR_MEASURES, empty="skip")
-    whole = acc.update(acc.init(), arrays[0], arrays[1], where=arrays[2], judgments=arrays[3], judgments_where=arrays[4])
+    whole = acc.update(
+        acc.init(), arrays[0], arrays[1], where=arrays[2], judgments=arrays[3], judgments_where=arrays[4]
+    )
     merged = acc.init()
     for lo in (0, 5, 10):  # 12 queries: 5 + 5 + 2, each chunk padded to the whole shape
         rows = np.zeros(12, bool)
         rows[lo : lo + 5] = True
         part = [np.where(rows.reshape(-1, 1), a, np.zeros_like(a)) for a in arrays]
-        state = acc.update(acc.init(), part[0], part[1], where=part[2], judgments=part[3], judgments_where=part[4], query_where=rows)
+        state = acc.update(
+            acc.init(), part[0], part[1], where=part[2], judgments=part[3], judgments_where=part[4], query_where=rows
+        )
         merged = acc.merge(merged, state)
     # O(number of outputs), whatever the number of queries
     assert all(leaf.shape == (len(acc.names),) for leaf in jax.tree_util.tree_leaves(merged))
@@ -235,16 +278,31 @@ def test_accumulator_follows_aggregate_policies():
     j[:3], y[:3] = 0, np.minimum(y[:3], 0)  # three queries without a relevant document
     names = ["AP", "nDCG@5", "P(rel=2)@3"]
     per_query = compute(s, y, names, where=w, judgments=j, judgments_where=jw)
-    empties = [np.asarray(jaxrank.num_rel(s, y, where=w, rel=r, judgments=j, judgments_where=jw)) == 0 for r in (1, 1, 2)]
-    cases = [("mean", None), ("mean", "zero"), ("mean", "one"), ("mean", "skip"), ("mean", "nan"),
-             ("gmean", "skip"), ("min", "nan"), ("max", "one")]
+    empties = [
+        np.asarray(jaxrank.num_rel(s, y, where=w, rel=r, judgments=j, judgments_where=jw)) == 0 for r in (1, 1, 2)
+    ]
+    cases = [
+        ("mean", None),
+        ("mean", "zero"),
+        ("mean", "one"),
+        ("mean", "skip"),
+        ("mean", "nan"),
+        ("gmean", "skip"),
+        ("min", "nan"),
+        ("max", "one"),
+    ]
     for how, empty in cases:
         weights = np.linspace(0.5, 2.0, 10) if how in ("mean", "gmean") else None
         acc = accumulator(names, how=how, empty=empty)
         got = acc.compute(acc.update(acc.init(), s, y, where=w, judgments=j, judgments_where=jw, weights=weights))
         for name, is_empty in zip(names, empties):
-            want = jaxrank.aggregate(per_query[name], how=how, empty=empty or "zero",
-                                     is_empty=None if empty is None else is_empty, weights=weights)
+            want = jaxrank.aggregate(
+                per_query[name],
+                how=how,
+                empty=empty or "zero",
+                is_empty=None if empty is None else is_empty,
+                weights=weights,
+            )
             np.testing.assert_allclose(got[name], want, rtol=1e-12, equal_nan=True, err_msg=f"{name} {how} {empty}")
         assert math.isnan(float(got["AP"])) == (empty == "nan")
 
@@ -315,8 +373,14 @@ def test_clu_metric_merges_masked_chunks_to_the_accumulator_values():
     def chunk(rows):  # padded to 5 queries (mask=False rows) and 12 items (where=False)
         part = [np.pad(a[rows], [(0, 5 - a[rows].shape[0]), (0, 3)]) for a in (s, y, w)]
         jpart = [np.pad(a[rows], [(0, 5 - a[rows].shape[0]), (0, 0)]) for a in (j, jw)]
-        return dict(scores=part[0], labels=part[1], where=part[2].astype(bool), judgments=jpart[0],
-                    judgments_where=jpart[1].astype(bool), mask=np.arange(5) < (rows.stop - rows.start))
+        return dict(
+            scores=part[0],
+            labels=part[1],
+            where=part[2].astype(bool),
+            judgments=jpart[0],
+            judgments_where=jpart[1].astype(bool),
+            mask=np.arange(5) < (rows.stop - rows.start),
+        )
 
     chunks = [chunk(slice(0, 3)), chunk(slice(3, 8))]
     collected = Metrics.empty()
@@ -324,11 +388,15 @@ def test_clu_metric_merges_masked_chunks_to_the_accumulator_values():
         collected = collected.merge(Metrics.single_from_model_output(**c, logits="ignored"))
     got = collected.compute()
     # the reference: per-query values (tested against each metric alone above), aggregated
-    per_query = compute(s, y, ["nDCG@5", "map", "P(rel=2)@3"], where=w, judgments=j, judgments_where=jw, ties="expected")
+    per_query = compute(
+        s, y, ["nDCG@5", "map", "P(rel=2)@3"], where=w, judgments=j, judgments_where=jw, ties="expected"
+    )
     empty2 = np.asarray(jaxrank.num_rel(s, y, where=w, rel=2, judgments=j, judgments_where=jw)) == 0
     np.testing.assert_allclose(got["ndcg"], np.mean(per_query["nDCG@5"]), rtol=1e-12)
     np.testing.assert_allclose(got["ap"], np.mean(per_query["map"]), rtol=1e-12)
-    np.testing.assert_allclose(got["p"], jaxrank.aggregate(per_query["P(rel=2)@3"], empty="skip", is_empty=empty2), rtol=1e-12)
+    np.testing.assert_allclose(
+        got["p"], jaxrank.aggregate(per_query["P(rel=2)@3"], empty="skip", is_empty=empty2), rtol=1e-12
+    )
     # an item mask ([B, n]) works as where: the 2 padding rows, unmarked, count as queries
     # without items (AP 0); reduce() (clu's merge of a gathered stack) merges
     AP = Metrics.__annotations__["ap"]

@@ -60,7 +60,9 @@ def test_query_weights():
 
 def test_columns_per_cutoff_are_aggregated_separately():
     table = jnp.stack([VALUES, 2 * VALUES], axis=1)
-    np.testing.assert_allclose(jaxrank.aggregate(table, empty="skip", is_empty=EMPTY), [0.5833333, 1.1666667], rtol=1e-6)
+    np.testing.assert_allclose(
+        jaxrank.aggregate(table, empty="skip", is_empty=EMPTY), [0.5833333, 1.1666667], rtol=1e-6
+    )
 
 
 def test_aggregate_is_jittable():

@@ -57,14 +57,21 @@ def test_json_and_csv(capsys, files):
     status, out, err = run_cli(capsys, "-q", "-m", "map", "-m", "P.2", "--format", "csv", q, r)
     rows = list(csv.reader(io.StringIO(out)))
     assert rows[0] == ["measure", "qid", "value"]
-    assert rows[1:] == [["map", "q1", "0.5"], ["P_2", "q1", "0.5"], ["map", "q2", "0.0"],
-                        ["P_2", "q2", "0.0"], ["map", "all", "0.25"], ["P_2", "all", "0.25"]]
+    assert rows[1:] == [
+        ["map", "q1", "0.5"],
+        ["P_2", "q1", "0.5"],
+        ["map", "q2", "0.0"],
+        ["P_2", "q2", "0.0"],
+        ["map", "all", "0.25"],
+        ["P_2", "all", "0.25"],
+    ]
     status, out, _ = run_cli(capsys, "-m", "map", "--format", "json", q, r)
     assert json.loads(out) == {"all": {"map": 0.25}}
     status, out, _ = run_cli(capsys, "-q", "-m", "relstring", "-m", "runid", "-m", "num_ret", "--format", "json", q, r)
-    assert json.loads(out) == {"all": {"runid": "tag", "num_ret": 4},
-                               "per_query": {"q1": {"relstring": "10-", "num_ret": 3},
-                                             "q2": {"relstring": "-", "num_ret": 1}}}
+    assert json.loads(out) == {
+        "all": {"runid": "tag", "num_ret": 4},
+        "per_query": {"q1": {"relstring": "10-", "num_ret": 3}, "q2": {"relstring": "-", "num_ret": 1}},
+    }
     status, out, _ = run_cli(capsys, "-q", "-m", "relstring", "--format", "csv", q, r)
     assert out == "measure,qid,value\nrelstring,q1,10-\nrelstring,q2,-\n"
 
@@ -153,5 +160,9 @@ def test_case_and_separator_variants_are_accepted_where_unambiguous(capsys, file
     q, r = files()
     canonical = ["-m", "nDCG@2", "-m", "ndcg_cut.2", "-m", "P.1", "-m", "recall.3"]
     variants = ["-m", "ndcg@2", "-m", "NDCG_CUT.2", "-m", "P_1", "-m", "RECALL_3"]
-    assert run_cli(capsys, *canonical, q, r)[:2] == run_cli(capsys, *variants, q, r)[:2] == (0, run_cli(capsys, *canonical, q, r)[1])
+    assert (
+        run_cli(capsys, *canonical, q, r)[:2]
+        == run_cli(capsys, *variants, q, r)[:2]
+        == (0, run_cli(capsys, *canonical, q, r)[1])
+    )
     assert "nDCG@2" in run_cli(capsys, "-m", "ndcg@2", q, r)[1]

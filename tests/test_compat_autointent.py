@@ -18,7 +18,11 @@ import pytest
 from jaxrank.compat import autointent as ai
 
 AUTOINTENT_VERSION = "0.4.0"
-NAMES = [f"retrieval_{k}{s}" for k in ("map", "hit_rate", "precision", "ndcg", "mrr") for s in ("", "_intersecting", "_macro")]
+NAMES = [
+    f"retrieval_{k}{s}"
+    for k in ("map", "hit_rate", "precision", "ndcg", "mrr")
+    for s in ("", "_intersecting", "_macro")
+]
 
 
 def _wheel(tmp_path_factory) -> str:

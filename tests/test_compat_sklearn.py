@@ -25,7 +25,9 @@ def test_dcg_and_ndcg_equal_sklearn(ties):
         # With ignore_ties, scikit-learn orders tied scores as np.argsort happens to (unspecified).
         for ignore_ties in (False,) if ties else (False, True):
             kw = dict(k=k, ignore_ties=ignore_ties)
-            assert float(sk.ndcg_score(labels, scores, **kw)) == pytest.approx(skm.ndcg_score(labels, scores, **kw), abs=1e-12)
+            assert float(sk.ndcg_score(labels, scores, **kw)) == pytest.approx(
+                skm.ndcg_score(labels, scores, **kw), abs=1e-12
+            )
             assert float(sk.dcg_score(labels, scores, log_base=3, sample_weight=weights, **kw)) == pytest.approx(
                 skm.dcg_score(labels, scores, log_base=3, sample_weight=weights, **kw), abs=1e-12
             )

@@ -46,7 +46,10 @@ def test_retrieval_recall_equals_torchmetrics_recall_and_is_nan_without_relevant
             if target[row].sum() == 0:
                 assert np.isnan(ours[row])
                 continue
-            close(ours[row], tmf.retrieval_recall(torch.from_numpy(scores[row] + 1), torch.from_numpy(target[row]), top_k=k))
+            close(
+                ours[row],
+                tmf.retrieval_recall(torch.from_numpy(scores[row] + 1), torch.from_numpy(target[row]), top_k=k),
+            )
 
 
 def test_retrieval_recall_seed_examples():

@@ -81,7 +81,9 @@ def test_functional_with_tied_scores(name):
             # Ties across the top_k cut of the AUROC: torch picks some of them, ours average every pick.
             mine = untied if name == "retrieval_auroc" and "top_k" in kwargs else preds
             ours = getattr(tm, name)(mine.astype(np.float64), target, **kwargs)
-            theirs = getattr(tmf, name)(torch.from_numpy(preds if exact_ties else untied), torch.from_numpy(target), **kwargs)
+            theirs = getattr(tmf, name)(
+                torch.from_numpy(preds if exact_ties else untied), torch.from_numpy(target), **kwargs
+            )
             assert_same(ours, theirs)
 
 

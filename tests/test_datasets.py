@@ -156,8 +156,8 @@ def test_padding_is_a_no_op_for_metrics():
     # One query by hand: its own list, unpadded.
     start = 0
     for q, size in enumerate(sizes):
-        s = features[start:start + size] @ w
-        single = jaxrank.ndcg(s, labels[start:start + size], k=(1, 3, 10))
+        s = features[start : start + size] @ w
+        single = jaxrank.ndcg(s, labels[start : start + size], k=(1, 3, 10))
         np.testing.assert_allclose(got[q], single, rtol=1e-6)
         start += size
 

@@ -96,8 +96,13 @@ def test_two_processes_get_the_single_process_numbers():
     env.pop("XLA_FLAGS", None)
     port = str(free_port())
     procs = [
-        subprocess.Popen([sys.executable, "-c", WORKER, str(pid), port], env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(pid), port],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for pid in range(2)
     ]
     try:

@@ -129,6 +129,7 @@ def test_losses_have_one_value_per_list_and_finite_gradients(name):
     ]
     labels = jnp.asarray([r[1] for r in rows])
     where = jnp.asarray([r[2] for r in rows], bool)
+
     @jax.jit
     def values_and_grad(s):
         return jax.value_and_grad(lambda x: jnp.sum(loss(x, labels, where=where)))(s)[1], loss(s, labels, where=where)
@@ -179,9 +180,7 @@ def _readme_batch(seed=0):
 @functools.partial(jax.jit, static_argnames="ranker")
 def _readme_loss_and_grad(scores, labels, where, ranker):
     """The README's recipe: the mean over lists of 1 - soft nDCG@10."""
-    return jax.value_and_grad(
-        lambda s: losses.metric_loss(s, labels, where=where, ranker=ranker, k=10).mean()
-    )(scores)
+    return jax.value_and_grad(lambda s: losses.metric_loss(s, labels, where=where, ranker=ranker, k=10).mean())(scores)
 
 
 @pytest.mark.parametrize("ranker", README_RANKERS, ids=repr)
@@ -195,7 +194,10 @@ def test_the_readme_soft_loss_has_a_gradient_at_every_score_scale(ranker):
         per_list = np.linalg.norm(grad, axis=-1)
         # softrank(0.01) is l2 below the gaps of most neighbours: exact (piecewise constant)
         # ranks on parts of a list, so some lists can have no gradient; the batch has one.
-        assert np.all(per_list > 0) if getattr(ranker, "strength", None) != 0.01 else np.sum(per_list > 0) > 32, (ranker, std)
+        assert np.all(per_list > 0) if getattr(ranker, "strength", None) != 0.01 else np.sum(per_list > 0) > 32, (
+            ranker,
+            std,
+        )
         assert np.all(grad[~np.asarray(where)] == 0)
 
 

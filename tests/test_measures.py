@@ -93,10 +93,39 @@ def test_agrees_with_pytrec_eval(seed, level, judged_only, cells_per_call, monke
 
 
 IR_MEASURES = [
-    "nDCG@10", "nDCG(dcg='exp-log2')@10", "P(rel=2)@5", "R@100", "AP", "AP@100", "RR", "RR@10",
-    "ERR@20", "Judged@10", "infAP", "IPrec@0.5", "Bpref", "Rprec", "Success@5", "SetP", "SetR",
-    "SetF(beta=0.5)", "SetAP", "NumQ", "NumRel", "NumRet(rel=1)", "NumRet", "MAP", "MRR",
-    "NDCG", "BPref", "RPrec", "NumRelRet", "SetRelP", "nDCG", "P@5", "nDCG(gains={0:0,1:1,2:5,3:20})@10",
+    "nDCG@10",
+    "nDCG(dcg='exp-log2')@10",
+    "P(rel=2)@5",
+    "R@100",
+    "AP",
+    "AP@100",
+    "RR",
+    "RR@10",
+    "ERR@20",
+    "Judged@10",
+    "infAP",
+    "IPrec@0.5",
+    "Bpref",
+    "Rprec",
+    "Success@5",
+    "SetP",
+    "SetR",
+    "SetF(beta=0.5)",
+    "SetAP",
+    "NumQ",
+    "NumRel",
+    "NumRet(rel=1)",
+    "NumRet",
+    "MAP",
+    "MRR",
+    "NDCG",
+    "BPref",
+    "RPrec",
+    "NumRelRet",
+    "SetRelP",
+    "nDCG",
+    "P@5",
+    "nDCG(gains={0:0,1:1,2:5,3:20})@10",
 ]
 # gdeval (a perl script bundled with ir_measures) prints 5 decimals
 GDEVAL = {"nDCG(dcg='exp-log2')@10", "ERR@20"}
@@ -104,6 +133,7 @@ GDEVAL = {"nDCG(dcg='exp-log2')@10", "ERR@20"}
 
 def test_agrees_with_ir_measures():
     import ir_measures
+
     # numeric qids for gdeval; no tied scores: ir_measures' msmarco and judged providers
     # break ties by docno ascending, trec_eval (and jaxrank) by docno descending
     qrels, run = random_data(2, ties=False, numeric_qids=True)
@@ -145,8 +175,7 @@ def test_rbp():
     # No ir_measures provider computes RBP offline (trectools and cwl_eval are not
     # installed), so RBP is checked against trec_eval's rbp and against metrics.rbp.
     qrels, run = random_data(3)
-    got = jaxrank.evaluate(qrels, run, ["RBP(p=0.8)", "rbp.p=0.8", "RBP(p=0.5, rel=2)", "RBP(p=0.5)@5"],
-                           per_query=True)
+    got = jaxrank.evaluate(qrels, run, ["RBP(p=0.8)", "rbp.p=0.8", "RBP(p=0.5, rel=2)", "RBP(p=0.5)@5"], per_query=True)
     one = {q: {d: min(max(r, 0), 1) for d, r in docs.items()} for q, docs in qrels.items()}
     binary = jaxrank.evaluate(one, run, ["RBP(p=0.8)", "rbp.p=0.8"], per_query=True)
     for qid, values in got["per_query"].items():
@@ -172,22 +201,64 @@ def test_measure_strings_and_aliases():
     assert len(names(["official"])) == 1 + 1 + 3 + 5 + 11 + 9
     qrels, run = random_data(4)
     got = jaxrank.evaluate(
-        qrels, run, ["MAP", "AP", "map", "MRR", "RR", "recip_rank", "NDCG", "nDCG", "ndcg",
-                     "BPref", "Bpref", "bpref", "RPrec", "Rprec", "NumRelRet", "NumRet(rel=1)",
-                     "num_rel_ret", "SetRelP", "SetP(relative=True)", "set_relative_P",
-                     "nDCG@10", "ndcg_cut.10", "P@5", "P.5", "IPrec@0.5", "iprec_at_recall.0.5"],
+        qrels,
+        run,
+        [
+            "MAP",
+            "AP",
+            "map",
+            "MRR",
+            "RR",
+            "recip_rank",
+            "NDCG",
+            "nDCG",
+            "ndcg",
+            "BPref",
+            "Bpref",
+            "bpref",
+            "RPrec",
+            "Rprec",
+            "NumRelRet",
+            "NumRet(rel=1)",
+            "num_rel_ret",
+            "SetRelP",
+            "SetP(relative=True)",
+            "set_relative_P",
+            "nDCG@10",
+            "ndcg_cut.10",
+            "P@5",
+            "P.5",
+            "IPrec@0.5",
+            "iprec_at_recall.0.5",
+        ],
     )
-    for group in (("MAP", "AP", "map"), ("MRR", "RR", "recip_rank"), ("NDCG", "nDCG", "ndcg"),
-                  ("BPref", "Bpref", "bpref"), ("RPrec", "Rprec"), ("NumRelRet", "NumRet(rel=1)", "num_rel_ret"),
-                  ("SetRelP", "SetP(relative=True)", "set_relative_P"), ("nDCG@10", "ndcg_cut_10"),
-                  ("P@5", "P_5"), ("IPrec@0.5", "iprec_at_recall_0.50")):
+    for group in (
+        ("MAP", "AP", "map"),
+        ("MRR", "RR", "recip_rank"),
+        ("NDCG", "nDCG", "ndcg"),
+        ("BPref", "Bpref", "bpref"),
+        ("RPrec", "Rprec"),
+        ("NumRelRet", "NumRet(rel=1)", "num_rel_ret"),
+        ("SetRelP", "SetP(relative=True)", "set_relative_P"),
+        ("nDCG@10", "ndcg_cut_10"),
+        ("P@5", "P_5"),
+        ("IPrec@0.5", "iprec_at_recall_0.50"),
+    ):
         assert len({got[n] for n in group}) == 1, group
 
 
 @pytest.mark.parametrize(
     "bad, hint",
-    [("nDGC@10", "nDCG"), ("ndcg_cutt.10", "ndcg_cut"), ("mapp", "map"), ("P(rell=2)@5", "rel"),
-     ("P", None), ("P@0", "positive"), ("utility.1,2", "4 coefficients"), ("P.5,5", "duplicate")],
+    [
+        ("nDGC@10", "nDCG"),
+        ("ndcg_cutt.10", "ndcg_cut"),
+        ("mapp", "map"),
+        ("P(rell=2)@5", "rel"),
+        ("P", None),
+        ("P@0", "positive"),
+        ("utility.1,2", "4 coefficients"),
+        ("P.5,5", "duplicate"),
+    ],
 )
 def test_bad_measures(bad, hint):
     if bad == "P":  # trec_eval's P with its default cutoffs: fine
@@ -203,6 +274,7 @@ def test_inputs_and_outputs():
     records_q = [(q, d, r) for q, docs in qrels.items() for d, r in docs.items()]
     records_r = [(q, d, s) for q, docs in run.items() for d, s in docs.items()]
     import pandas as pd
+
     frame_q = pd.DataFrame(records_q, columns=["query_id", "doc_id", "relevance"])
     frame_r = pd.DataFrame(records_r, columns=["query_id", "doc_id", "score"])
     a = jaxrank.evaluate(qrels, run, ["map", "P.5", "nDCG@10"])
@@ -230,8 +302,13 @@ def test_judgments_are_put_in_ideal_order_once_per_gain_map():
     def sorts(names):
         plan = Plan(parse_measures(names))
         q, n, m = 3, 8, 6
-        arrays = (np.zeros((q, n)), np.zeros((q, n), np.int32), np.ones((q, n), bool),
-                  np.zeros((q, m), np.int32), np.ones((q, m), bool))
+        arrays = (
+            np.zeros((q, n)),
+            np.zeros((q, n), np.int32),
+            np.ones((q, n), bool),
+            np.zeros((q, m), np.int32),
+            np.ones((q, m), bool),
+        )
         with jax.enable_x64(True):
             return str(jax.make_jaxpr(lambda *a: _stage_sort(plan, *a))(*arrays)).count("pure_callback")
 
@@ -255,8 +332,12 @@ def test_negative_zero_ties_zero_as_in_pytrec_eval():
     want = pytrec_eval.RelevanceEvaluator(qrels, set(PYTREC_MEASURES)).evaluate(run)
     got = jaxrank.evaluate(qrels, run, PYTREC_MEASURES, per_query=True, version="9")
     assert got == jaxrank.evaluate(qrels, unsigned, PYTREC_MEASURES, per_query=True, version="9")
-    bad = [(q, n, got["per_query"][q][n], v) for q, values in want.items() for n, v in values.items()
-           if n not in SUMMARY_ONLY and not close(float(got["per_query"][q][n]), v, 1e-9)]
+    bad = [
+        (q, n, got["per_query"][q][n], v)
+        for q, values in want.items()
+        for n, v in values.items()
+        if n not in SUMMARY_ONLY and not close(float(got["per_query"][q][n]), v, 1e-9)
+    ]
     assert not bad, bad[:10]
 
 
@@ -297,15 +378,28 @@ def test_query_set_choice_follows_trec_eval_or_ir_measures(trec_eval_binary, tmp
     (tmp_path / "qrels").write_text(lines(qrels, lambda q, d, r: f"{q} 0 {d} {r}\n"))
     (tmp_path / "kept").write_text(lines({q: qrels[q] for q in both}, lambda q, d, r: f"{q} 0 {d} {r}\n"))
     for qrels_file, flags, mine in [("qrels", ["-c"], by_qrels), ("kept", [], by_run)]:
-        args = [str(trec_eval_binary), *flags, "-m", "map", "-m", "ndcg_cut.10", "-m", "P.5",
-                "-m", "recip_rank", str(tmp_path / qrels_file), str(tmp_path / "run")]
+        args = [
+            str(trec_eval_binary),
+            *flags,
+            "-m",
+            "map",
+            "-m",
+            "ndcg_cut.10",
+            "-m",
+            "P.5",
+            "-m",
+            "recip_rank",
+            str(tmp_path / qrels_file),
+            str(tmp_path / "run"),
+        ]
         out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
         for line in out.splitlines():
             name, _, value = line.split()
             assert f"{mine[name]:.4f}" == value, (flags, name)
     missing = {q: qrels[q] for q in list(set(qrels) - set(run))[:1]}
-    trec_eval_stops = subprocess.run([str(trec_eval_binary), str(tmp_path / "qrels"), str(tmp_path / "run")],
-                                     capture_output=True, check=False)
+    trec_eval_stops = subprocess.run(
+        [str(trec_eval_binary), str(tmp_path / "qrels"), str(tmp_path / "run")], capture_output=True, check=False
+    )
     assert trec_eval_stops.returncode == 4 and missing
 
 
@@ -317,9 +411,17 @@ def test_bad_query_set_is_a_value_error(queries, complete):
 
 @pytest.mark.parametrize(
     "variant, canonical",
-    [("ndcg@10", "nDCG@10"), ("Ndcg(dcg='exp-log2')@5", "nDCG(dcg='exp-log2')@5"), ("map@100", "AP@100"),
-     ("rr", "RR"), ("NDCG_CUT.10", "ndcg_cut.10"), ("ndcg_cut_10", "ndcg_cut.10"), ("P_5", "P.5"),
-     ("iprec_at_recall_0.10", "iprec_at_recall.0.1"), ("ALL_TREC", "all_trec")],
+    [
+        ("ndcg@10", "nDCG@10"),
+        ("Ndcg(dcg='exp-log2')@5", "nDCG(dcg='exp-log2')@5"),
+        ("map@100", "AP@100"),
+        ("rr", "RR"),
+        ("NDCG_CUT.10", "ndcg_cut.10"),
+        ("ndcg_cut_10", "ndcg_cut.10"),
+        ("P_5", "P.5"),
+        ("iprec_at_recall_0.10", "iprec_at_recall.0.1"),
+        ("ALL_TREC", "all_trec"),
+    ],
 )
 def test_case_and_separator_variants_name_the_same_measure(variant, canonical):
     assert [m.family for m in parse_measures([variant])] == [m.family for m in parse_measures([canonical])]

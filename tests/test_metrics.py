@@ -17,16 +17,38 @@ import jaxrank
 from tests.brute import reference
 
 STABLE = jaxrank.hard("stable")
-CUTOFF_METRICS = ["precision", "recall", "average_precision", "reciprocal_rank", "success",
-                  "dcg", "ndcg", "err", "rbp", "fallout", "num_rel_ret", "num_ret"]
-BOUNDED = {"precision", "recall", "average_precision", "reciprocal_rank", "success", "ndcg",
-           "err", "rbp", "fallout", "r_precision"}
+CUTOFF_METRICS = [
+    "precision",
+    "recall",
+    "average_precision",
+    "reciprocal_rank",
+    "success",
+    "dcg",
+    "ndcg",
+    "err",
+    "rbp",
+    "fallout",
+    "num_rel_ret",
+    "num_ret",
+]
+BOUNDED = {
+    "precision",
+    "recall",
+    "average_precision",
+    "reciprocal_rank",
+    "success",
+    "ndcg",
+    "err",
+    "rbp",
+    "fallout",
+    "r_precision",
+}
 
 
 # Hand-computed values ----------------------------------------------------------------
 # One list, ranked by score: labels in rank order are [0, 2, 1, 0, 1]; 3 relevant.
-SCORES = jnp.array([0.1, 0.9, 0.5, 0.7, 0.3])   # order: 1, 3, 2, 4, 0
-LABELS = jnp.array([1, 0, 1, 2, 0])              # in rank order: 0, 2, 1, 0, 1
+SCORES = jnp.array([0.1, 0.9, 0.5, 0.7, 0.3])  # order: 1, 3, 2, 4, 0
+LABELS = jnp.array([1, 0, 1, 2, 0])  # in rank order: 0, 2, 1, 0, 1
 
 
 def test_precision_at_k_by_hand():
@@ -102,9 +124,9 @@ def _random_trec_batch(seed, batch=60, n=40, outside=15):
     scores = np.round(rng.standard_normal((batch, n)), 1)  # many ties
     labels = rng.integers(0, 5, (batch, n)) * (rng.random((batch, n)) < 0.4)
     where = rng.random((batch, n)) < 0.85
-    where[0] = False                      # an empty list
-    where[1, 3:] = False                  # a short list
-    labels[2] = 0                         # no relevant retrieved
+    where[0] = False  # an empty list
+    where[1, 3:] = False  # a short list
+    labels[2] = 0  # no relevant retrieved
     extra = rng.integers(0, 3, (batch, outside)) * (rng.random((batch, outside)) < 0.5)
     judgments = np.concatenate([labels, extra], 1)
     judged_where = np.concatenate([where, rng.random((batch, outside)) < 0.9], 1)
@@ -133,8 +155,20 @@ def _to_trec(scores, labels, where, judgments, judged_where):
 def test_metrics_match_trec_eval(seed):
     scores, labels, where, judgments, jwhere = _random_trec_batch(seed)
     qrels, run = _to_trec(scores, labels, where, judgments, jwhere)
-    measures = {"P", "recall", "map", "map_cut", "recip_rank", "ndcg", "ndcg_cut", "Rprec",
-                "success", "num_rel", "num_rel_ret", "num_ret"}
+    measures = {
+        "P",
+        "recall",
+        "map",
+        "map_cut",
+        "recip_rank",
+        "ndcg",
+        "ndcg_cut",
+        "Rprec",
+        "success",
+        "num_rel",
+        "num_rel_ret",
+        "num_ret",
+    }
     results = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
     # a query with nothing retrieved is trec_eval's -c case, covered in the trec tests
     qids = [q for q in sorted(results) if run[q]]
@@ -156,8 +190,9 @@ def test_metrics_match_trec_eval(seed):
         for c, cut in enumerate(cuts):
             if prefix in ("ndcg_cut", "map_cut") and cut not in (5, 10, 15, 20, 30, 100):
                 continue
-            np.testing.assert_allclose(np.asarray(values)[rows, c], ref(f"{prefix}_{cut}"), atol=1e-6,
-                                       err_msg=f"{prefix}_{cut}")
+            np.testing.assert_allclose(
+                np.asarray(values)[rows, c], ref(f"{prefix}_{cut}"), atol=1e-6, err_msg=f"{prefix}_{cut}"
+            )
     singles = {
         "map": jaxrank.average_precision(scores, labels, **common, **J),
         "recip_rank": jaxrank.reciprocal_rank(scores, labels, **common),
@@ -275,8 +310,9 @@ def test_low_precision_scores_give_the_float32_value(dtype):
     scores = jnp.asarray(rng.standard_normal((6, 20)), dtype)
     labels = rng.integers(0, 3, (6, 20))
     for name in CUTOFF_METRICS:
-        np.testing.assert_allclose(_call(name, scores, labels), _call(name, scores.astype(jnp.float32), labels),
-                                   rtol=1e-6, err_msg=name)
+        np.testing.assert_allclose(
+            _call(name, scores, labels), _call(name, scores.astype(jnp.float32), labels), rtol=1e-6, err_msg=name
+        )
 
 
 def test_all_cutoffs_come_from_one_ranking_pass():
@@ -304,15 +340,35 @@ def test_ndcg_with_given_ideal_ranks_equals_ndcg_without():
 
     plain, shared = both(scores, judgments, jwhere)
     np.testing.assert_allclose(shared, plain, rtol=1e-12)
-    mapped = jax.vmap(lambda s, j, jw, w, kp: jaxrank.ndcg(
-        s, labels[0], k=(1, 3, 9), where=w, judgments=j, judgments_where=jw,
-        ideal_ranks=STABLE(j.astype(s.dtype), kp, depth=None)))(scores, judgments, jwhere, where, keep)
-    np.testing.assert_allclose(mapped, jaxrank.ndcg(scores, jnp.broadcast_to(labels[0], scores.shape), k=(1, 3, 9),
-                                                    where=where, judgments=judgments, judgments_where=jwhere),
-                               rtol=1e-12)
+    mapped = jax.vmap(
+        lambda s, j, jw, w, kp: jaxrank.ndcg(
+            s,
+            labels[0],
+            k=(1, 3, 9),
+            where=w,
+            judgments=j,
+            judgments_where=jw,
+            ideal_ranks=STABLE(j.astype(s.dtype), kp, depth=None),
+        )
+    )(scores, judgments, jwhere, where, keep)
+    np.testing.assert_allclose(
+        mapped,
+        jaxrank.ndcg(
+            scores,
+            jnp.broadcast_to(labels[0], scores.shape),
+            k=(1, 3, 9),
+            where=where,
+            judgments=judgments,
+            judgments_where=jwhere,
+        ),
+        rtol=1e-12,
+    )
     ideal = STABLE(labels.astype(scores.dtype), where & (labels > 0), depth=None)
-    np.testing.assert_allclose(jaxrank.ndcg(scores, labels, where=where, ideal_ranks=ideal, gain="exp"),
-                               jaxrank.ndcg(scores, labels, where=where, gain="exp"), rtol=1e-12)
+    np.testing.assert_allclose(
+        jaxrank.ndcg(scores, labels, where=where, ideal_ranks=ideal, gain="exp"),
+        jaxrank.ndcg(scores, labels, where=where, gain="exp"),
+        rtol=1e-12,
+    )
     with pytest.raises(ValueError, match="ideal_ranks must be exact"):
         jaxrank.ndcg(scores, labels, ideal_ranks=jaxrank.approx(1.0)(scores, where, depth=None))
 

@@ -64,12 +64,14 @@ def test_precision_recall_curve_matches_torchmetrics():
 def test_recall_at_fixed_precision_matches_torchmetrics():
     scores, labels, where, length = _batch(1, ties=False)
     for bound in (0.0, 0.4, 0.75, 1.0):
-        recall, k = jax.jit(lambda s, y, w, b=bound: jaxrank.recall_at_fixed_precision(
-            s, y, min_precision=b, max_k=N, where=w))(scores, labels, where)
+        recall, k = jax.jit(
+            lambda s, y, w, b=bound: jaxrank.recall_at_fixed_precision(s, y, min_precision=b, max_k=N, where=w)
+        )(scores, labels, where)
         for i, n in _every_row(length):
             metric = RetrievalRecallAtFixedPrecision(min_precision=bound, max_k=N)
-            want_r, want_k = metric(torch.tensor(scores[i, :n]), torch.tensor(labels[i, :n]),
-                                    indexes=torch.zeros(n, dtype=torch.long))
+            want_r, want_k = metric(
+                torch.tensor(scores[i, :n]), torch.tensor(labels[i, :n]), indexes=torch.zeros(n, dtype=torch.long)
+            )
             assert float(recall[i]) == pytest.approx(float(want_r), abs=1e-6), (bound, i)
             assert int(k[i]) == int(want_k), (bound, i)
 
@@ -90,10 +92,12 @@ def test_roc_auc_of_the_top_k_matches_torchmetrics():
     for k in (3, 8):
         for max_fpr in (None, 0.5):
             got = jax.jit(lambda s, y, w, k=k, m=max_fpr: jaxrank.roc_auc(s, y, k=k, max_fpr=m, where=w))(
-                scores, labels, where)
+                scores, labels, where
+            )
             for i, n in _every_row(length):
-                want = retrieval_auroc(torch.tensor(scores[i, :n]), torch.tensor(labels[i, :n]), top_k=k,
-                                       max_fpr=max_fpr)
+                want = retrieval_auroc(
+                    torch.tensor(scores[i, :n]), torch.tensor(labels[i, :n]), top_k=k, max_fpr=max_fpr
+                )
                 assert float(got[i]) == pytest.approx(float(want), abs=1e-6), (k, max_fpr, i)
 
 
@@ -103,7 +107,8 @@ def test_spearman_and_kendall_tau_match_scipy(ties):
     real = np.random.default_rng(5).standard_normal(labels.shape)
     labels = np.where(np.arange(len(labels))[:, None] % 3 == 2, real, labels)  # real-valued labels too
     rho, tau = jax.jit(lambda s, y, w: (jaxrank.spearman(s, y, where=w), jaxrank.kendall_tau(s, y, where=w)))(
-        scores, labels, where)
+        scores, labels, where
+    )
     for i, n in _every_row(length):
         s, y = scores[i, :n], labels[i, :n]
         if n < 2 or np.ptp(s) == 0 or np.ptp(y) == 0:  # scipy: nan; jaxrank: 0
@@ -116,8 +121,7 @@ def test_spearman_and_kendall_tau_match_scipy(ties):
 def test_average_precision_with_threshold_ties_matches_scikit_learn():
     scores, labels, where, length = _batch(6, ties=True)
     scores = np.round(scores / 2)  # many ties
-    got = jax.jit(lambda s, y, w: jaxrank.average_precision(s, y, where=w, threshold_ties=True))(
-        scores, labels, where)
+    got = jax.jit(lambda s, y, w: jaxrank.average_precision(s, y, where=w, threshold_ties=True))(scores, labels, where)
     plain = jaxrank.average_precision(scores, labels, where=where)
     for i, n in _every_row(length):
         y = labels[i, :n]
@@ -162,8 +166,22 @@ def test_set_precision_recall_and_pr_auc_match_the_blogs_code():
 
 
 # One keyword set for every metric -----------------------------------------------------
-SCORE_METRICS = ["precision", "recall", "average_precision", "reciprocal_rank", "dcg", "ndcg", "success",
-                 "r_precision", "err", "rbp", "fallout", "num_ret", "num_rel", "num_rel_ret"]
+SCORE_METRICS = [
+    "precision",
+    "recall",
+    "average_precision",
+    "reciprocal_rank",
+    "dcg",
+    "ndcg",
+    "success",
+    "r_precision",
+    "err",
+    "rbp",
+    "fallout",
+    "num_ret",
+    "num_rel",
+    "num_rel_ret",
+]
 
 
 def test_every_metric_takes_the_same_keywords():
@@ -194,12 +212,15 @@ def test_every_metric_takes_the_same_keywords():
         assert values["precision"][b] == pytest.approx(reference("precision", ranked, k=5))
     # the new metrics take the keywords that can mean something to them
     plain = dict(where=where, ranker=jaxrank.hard("expected"), judgments=judgments, judgments_where=jwhere)
-    jax.eval_shape(lambda: [
-        jaxrank.spearman(scores, labels, **plain), jaxrank.kendall_tau(scores, labels, **plain),
-        jaxrank.roc_auc(scores, labels, k=5, rel=1, **plain),
-        jaxrank.precision_recall_curve(scores, labels, rel=1, **plain),
-        jaxrank.graded_average_precision(scores, labels, rel=1, **plain),
-    ])
+    jax.eval_shape(
+        lambda: [
+            jaxrank.spearman(scores, labels, **plain),
+            jaxrank.kendall_tau(scores, labels, **plain),
+            jaxrank.roc_auc(scores, labels, k=5, rel=1, **plain),
+            jaxrank.precision_recall_curve(scores, labels, rel=1, **plain),
+            jaxrank.graded_average_precision(scores, labels, rel=1, **plain),
+        ]
+    )
 
 
 # Laws -------------------------------------------------------------------------------------
@@ -207,10 +228,15 @@ def _all_new(s, y, w):
     p, r, _ = jaxrank.precision_recall_curve(s, y, max_k=6, where=w)
     best, k = jaxrank.recall_at_fixed_precision(s, y, min_precision=0.5, max_k=6, where=w)
     return dict(
-        curve_p=p, curve_r=r, best=best, best_k=k,
-        auc=jaxrank.roc_auc(s, y, where=w), auc_fpr=jaxrank.roc_auc(s, y, where=w, max_fpr=0.4),
+        curve_p=p,
+        curve_r=r,
+        best=best,
+        best_k=k,
+        auc=jaxrank.roc_auc(s, y, where=w),
+        auc_fpr=jaxrank.roc_auc(s, y, where=w, max_fpr=0.4),
         auc_k=jaxrank.roc_auc(s, y, k=4, where=w),
-        rho=jaxrank.spearman(s, y, where=w), tau=jaxrank.kendall_tau(s, y, where=w),
+        rho=jaxrank.spearman(s, y, where=w),
+        tau=jaxrank.kendall_tau(s, y, where=w),
         ap_sk=jaxrank.average_precision(s, y, where=w, threshold_ties=True),
         graded_ap=jaxrank.graded_average_precision(s, y, where=w, rel=2),
     )

@@ -25,12 +25,15 @@ def test_ltr_notebook_runs_quick(shared_data, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    client = NotebookClient(nb, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": str(NOTEBOOK.parent)}})
+    client = NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOK.parent)}}
+    )
     client.execute()  # raises CellExecutionError if any cell fails
 
     stdout = "".join(
-        out.get("text", "") for cell in nb.cells for out in cell.get("outputs", [])
+        out.get("text", "")
+        for cell in nb.cells
+        for out in cell.get("outputs", [])
         if out.get("output_type") == "stream"
     )
     assert "quick=True" in stdout
@@ -38,8 +41,16 @@ def test_ltr_notebook_runs_quick(shared_data, monkeypatch):
     tables = [t for t in _outputs(nb, "text/markdown") if "| loss | nDCG@1 | nDCG@5 | nDCG@10 |" in t]
     assert len(tables) == 1, "the notebook must display the results table"
     table = tables[0]
-    for loss in ("approx", "softrank", "neuralsort", "softsort", "softmax_cross_entropy", "pairwise_logistic",
-                 "lambda_loss", "listmle"):
+    for loss in (
+        "approx",
+        "softrank",
+        "neuralsort",
+        "softsort",
+        "softmax_cross_entropy",
+        "pairwise_logistic",
+        "lambda_loss",
+        "listmle",
+    ):
         assert f"| {loss} |" in table
     assert "test; mean ± std over 1 seed (0)" in table
 

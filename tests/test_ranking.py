@@ -9,8 +9,20 @@ import jaxrank
 from jaxrank.ranking import _backend
 from tests.brute import over_tie_orders, reference
 
-CUTOFF_METRICS = ["precision", "recall", "average_precision", "reciprocal_rank", "success",
-                  "dcg", "ndcg", "err", "rbp", "fallout", "num_rel_ret", "num_ret"]
+CUTOFF_METRICS = [
+    "precision",
+    "recall",
+    "average_precision",
+    "reciprocal_rank",
+    "success",
+    "dcg",
+    "ndcg",
+    "err",
+    "rbp",
+    "fallout",
+    "num_rel_ret",
+    "num_ret",
+]
 ALL_METRICS = CUTOFF_METRICS + ["r_precision"]
 
 
@@ -235,7 +247,7 @@ def test_expected_err_over_a_tie_group_larger_than_the_shifted_branch():
 def test_expected_cascade_branches_agree():
     scores, labels, where = _tied_batch(seed=21)
     ranks = jaxrank.hard("expected")(scores, where, depth=None)
-    p = jnp.where(where, (2.0 ** labels - 1) / 16, 0.0)
+    p = jnp.where(where, (2.0**labels - 1) / 16, 0.0)
     weights = 1.0 / jnp.arange(1, ranks.depth + 1)[:, None]
     start, end, _, _ = ranks._groups()
     shifted = ranks._cascade_shifted(ranks.in_rank_order(p), weights, start, end, 8)
@@ -282,8 +294,15 @@ def test_prefix_sum_is_linear_with_the_cutoff_indicator(ties, depth):
     scores, labels, where = _tied_batch(5)
     g = np.where(where, labels * 0.37 + 0.1, 0.0)  # non-integer weights, zero when masked
     rng = np.random.default_rng(6)
-    k = np.stack([rng.integers(-1, 12, len(scores)), rng.uniform(0, 9, len(scores)),
-                  np.zeros(len(scores)), np.full(len(scores), 50.0)], -1)  # per-list, fractional, 0, past n
+    k = np.stack(
+        [
+            rng.integers(-1, 12, len(scores)),
+            rng.uniform(0, 9, len(scores)),
+            np.zeros(len(scores)),
+            np.full(len(scores), 50.0),
+        ],
+        -1,
+    )  # per-list, fractional, 0, past n
     ranks = jaxrank.hard(ties)(jnp.asarray(scores), jnp.asarray(where), depth=depth)
     got = ranks.prefix_sum(jnp.asarray(g), jnp.asarray(k))
     by_linear = ranks.linear(jnp.asarray(g), lambda pos: ranks.cutoff(pos[..., None], jnp.asarray(k)[..., None, :]))
@@ -317,13 +336,21 @@ def test_metrics_called_one_by_one_in_one_jit_share_one_sort():
     scores, labels = rng.standard_normal((5, 300)), rng.integers(0, 3, (5, 300))
 
     def separately(s, y):
-        return [jaxrank.precision(s, y), jaxrank.average_precision(s, y, k=100),
-                jaxrank.err(s, y), jaxrank.r_precision(s, y)]
+        return [
+            jaxrank.precision(s, y),
+            jaxrank.average_precision(s, y, k=100),
+            jaxrank.err(s, y),
+            jaxrank.r_precision(s, y),
+        ]
 
     def shared(s, y):
         ranks = jaxrank.hard()(s, depth=None)
-        return [jaxrank.precision(s, y, ranker=ranks), jaxrank.average_precision(s, y, k=100, ranker=ranks),
-                jaxrank.err(s, y, ranker=ranks), jaxrank.r_precision(s, y, ranker=ranks)]
+        return [
+            jaxrank.precision(s, y, ranker=ranks),
+            jaxrank.average_precision(s, y, k=100, ranker=ranks),
+            jaxrank.err(s, y, ranker=ranks),
+            jaxrank.r_precision(s, y, ranker=ranks),
+        ]
 
     assert _host_sorts(separately, scores, labels) == 1
     np.testing.assert_allclose(jax.jit(separately)(scores, labels), jax.jit(shared)(scores, labels), rtol=1e-12)

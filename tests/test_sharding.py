@@ -127,11 +127,22 @@ print("REPORT" + json.dumps(report))
 """
 
 
-RANKERS = ["hard-stable", "hard-pessimistic", "hard-optimistic", "hard-expected",
-           "approx", "softrank", "neuralsort", "softsort", "gumbel"]
+RANKERS = [
+    "hard-stable",
+    "hard-pessimistic",
+    "hard-optimistic",
+    "hard-expected",
+    "approx",
+    "softrank",
+    "neuralsort",
+    "softsort",
+    "gumbel",
+]
 # Two subprocesses at once (one per core of a small CI machine), about equal in compile time.
-HALVES = [["hard-expected", "hard-stable", "neuralsort", "softsort"],
-          ["hard-pessimistic", "hard-optimistic", "approx", "softrank", "gumbel"]]
+HALVES = [
+    ["hard-expected", "hard-stable", "neuralsort", "softsort"],
+    ["hard-pessimistic", "hard-optimistic", "approx", "softrank", "gumbel"],
+]
 
 
 @pytest.fixture(scope="module")

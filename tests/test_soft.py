@@ -155,7 +155,11 @@ def _edge_cases(dtype):
     """One batch holding every hard case, one per row."""
     n = SHAPE[1]
     rows = [
-        ([0.3, -1.2, 2.0, 0.1, 0.7, -0.4, 0.2, 1.1], [1, 0, 2, 0, 0, 1, 0, 3], [1, 1, 0, 1, 0, 1, 1, 0]),  # masked items
+        (
+            [0.3, -1.2, 2.0, 0.1, 0.7, -0.4, 0.2, 1.1],
+            [1, 0, 2, 0, 0, 1, 0, 3],
+            [1, 1, 0, 1, 0, 1, 1, 0],
+        ),  # masked items
         ([0.3, -1.2, 2.0, 0.1, 0.7, -0.4, 0.2, 1.1], [1, 0, 2, 0, 0, 1, 0, 3], [0] * n),  # fully masked list
         ([0.3, -1.2, 2.0, 0.1, 0.7, -0.4, 0.2, 1.1], [0] * n, [1] * n),  # all-zero labels
         ([1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 2.0, 2.0], [1, 0, 2, 0, 1, 0, 0, 1], [1] * n),  # tied scores
@@ -327,7 +331,9 @@ def test_one_soft_cutoff_is_shared_by_the_point_rank_rankers():
         np.testing.assert_allclose(cold_width, ranker.cutoff_temperature or 1e-4, rtol=1e-9)
     np.testing.assert_allclose(jaxrank.soft_cutoff(jnp.array([2.0, 3.0]), 2.0, 1e-3), [1.0, 0.0], atol=1e-12)
     # permutation-matrix rankers evaluate f at integer positions: the exact indicator
-    np.testing.assert_array_equal(jax.eval_shape(jaxrank.neuralsort(0.3), scores).cutoff(pos, k), [[1, 0, 0], [1, 1, 0]])
+    np.testing.assert_array_equal(
+        jax.eval_shape(jaxrank.neuralsort(0.3), scores).cutoff(pos, k), [[1, 0, 0], [1, 1, 0]]
+    )
 
 
 def test_the_cutoff_widens_as_far_as_the_soft_ranks_collapse():
@@ -434,9 +440,7 @@ def test_approx_pairwise_counts_equal_the_generic_rank_again_route():
     def f(pos):
         return (1 / pos)[..., None]
 
-    np.testing.assert_allclose(
-        ranks.count_before(g, f, w), ranking.PointRanks.count_before(ranks, g, f, w), rtol=1e-10
-    )
+    np.testing.assert_allclose(ranks.count_before(g, f, w), ranking.PointRanks.count_before(ranks, g, f, w), rtol=1e-10)
     # survival differs by design: independent pairs vs. a soft "first among w"
     assert ranking.PointRanks.survival(ranks, g, f, w).shape == ranks.survival(g, f, w).shape
 
@@ -476,11 +480,14 @@ def numpy_soft_ranks(scores, strength, regularization):
     order = np.argsort(-z, kind="stable")
     zs, w = z[order], np.arange(n, 0, -1.0)
     if regularization == "l2":
+
         def value(a, b):
             return np.mean(zs[a:b] - w[a:b])
     else:
+
         def value(a, b):
             return _np_logsumexp(zs[a:b]) - _np_logsumexp(w[a:b])
+
     blocks = []
     for i in range(n):
         blocks.append([i, i + 1])
@@ -509,7 +516,9 @@ def _jit_soft_ranks(scores, where, strength, regularization):
     strength=st.sampled_from([0.1, 1.0, 5.0]),
     regularization=st.sampled_from(["l2", "kl"]),
 )
-def test_softrank_matches_a_numpy_pool_adjacent_violators_reference(values, jitter, mask, scale, strength, regularization):
+def test_softrank_matches_a_numpy_pool_adjacent_violators_reference(
+    values, jitter, mask, scale, strength, regularization
+):
     # integer values make ties; jitter, when zeroed by hypothesis, keeps them
     scores = np.asarray(values, float) * scale + np.asarray(jitter) * (np.asarray(values) % 2)
     where = np.asarray(mask)
@@ -574,3 +583,16 @@ def test_value_and_gradient_memory_is_subquadratic(ranker, shape, limit):
     analysis = f.lower(spec, spec).compile().memory_analysis()
     # a dense [8, 16384, 16384] float32 pair matrix alone would be 8 GiB
     assert analysis.temp_size_in_bytes < limit
+
+
+@pytest.mark.parametrize("name", ["softsort", "neuralsort"])
+def test_jit_jacrev_equals_grad_for_permutation_rankers(name):
+    # The diagonal |s_hat_p - s_j| sits on abs's kink; written as 0 it cannot round to either side.
+    ranker = GRID[name]
+    rng = np.random.default_rng(3)
+    scores = jnp.asarray(rng.normal(size=(1, 10)), jnp.float32)
+    labels = jnp.asarray(rng.integers(0, 3, (1, 10)))
+    jac = np.asarray(_grid_gradients(scores, labels, ranker))
+    for row, k in enumerate((None, 10)):
+        grad = jax.grad(lambda s: jaxrank.ndcg(s, labels, k=k, ranker=ranker).sum())(scores)
+        np.testing.assert_allclose(jac[row], np.asarray(grad), rtol=1e-4, atol=1e-6)

@@ -39,9 +39,26 @@ FLAGS = (
 )
 # parameterised measures (gain maps, cutoffs past the runs' ends), under one more flag set
 PARAMETERISED = [
-    "-m", "ndcg.1=3,2=9", "-m", "ndcg_cut.3,100", "-m", "Rndcg.1=2", "-m", "ndcg_rel.2=5,1=0",
-    "-m", "G.2=4", "-m", "11pt_avg..25,.5,.75", "-m", "Rprec_mult.0.5,2", "-m", "map_cut.5,100",
-    "-m", "rbp.p=0.8,2=3", "-m", "recall.3,200",
+    "-m",
+    "ndcg.1=3,2=9",
+    "-m",
+    "ndcg_cut.3,100",
+    "-m",
+    "Rndcg.1=2",
+    "-m",
+    "ndcg_rel.2=5,1=0",
+    "-m",
+    "G.2=4",
+    "-m",
+    "11pt_avg..25,.5,.75",
+    "-m",
+    "Rprec_mult.0.5,2",
+    "-m",
+    "map_cut.5,100",
+    "-m",
+    "rbp.p=0.8,2=3",
+    "-m",
+    "recall.3,200",
 ]
 PARAMETERISED_FLAGS = ["-q", "-c", "-M9"]
 N_CASES = 30  # x len(FLAGS) comparisons
@@ -138,8 +155,11 @@ def test_rounded_scores_with_negative_zero_match_trec_eval(widest_case_compiled,
     for q in range(8):
         docs = [f"d{i}" for i in range(int(rng.integers(20, 80)))]
         qrels += [f"q{q} 0 {d} {rng.integers(-1, 3)}" for d in docs if rng.random() < 0.5]
-        run += [f"q{q} Q0 {d} {r} {float(np.round(0.3 * rng.standard_normal(), 1))!r} t"
-                for r, d in enumerate(docs) if rng.random() < 0.8]
+        run += [
+            f"q{q} Q0 {d} {r} {float(np.round(0.3 * rng.standard_normal(), 1))!r} t"
+            for r, d in enumerate(docs)
+            if rng.random() < 0.8
+        ]
     run_text = "\n".join(run) + "\n"
     assert run_text.count(" -0.0 ") > 20 and run_text.count(" 0.0 ") > 20
     _compare(trec_eval_binary, tmp_path, "\n".join(qrels) + "\n", run_text, ["-q"], ["-m", "all_trec"])
@@ -170,6 +190,5 @@ def test_summary_mean_is_a_sequential_sum_in_query_order(trec_eval_binary, tmp_p
         qrels += [f"{q} 0 r{j} 1" for j in range(hits)]
         run += [f"{q} Q0 {'r' if j < hits else 'n'}{j} {j} {-j} t" for j in range(20)]
     qrels_text = "\n".join(line for line in qrels if line) + "\n"
-    _compare(trec_eval_binary, tmp_path, qrels_text, "\n".join(run) + "\n", ["-q"],
-             ["-m", "P.20", "-m", "unj.20"])
+    _compare(trec_eval_binary, tmp_path, qrels_text, "\n".join(run) + "\n", ["-q"], ["-m", "P.20", "-m", "unj.20"])
     assert "0.1562" in _jaxrank(["-m", "P.20", str(tmp_path / "qrels"), str(tmp_path / "run")])[1].decode()

@@ -22,10 +22,22 @@ CASES = {
     "out.test.aqcM": ["-m", "all_trec", "-q", "-c", "-M100", "qrels.test", "results.trunc"],
     "out.test.aql": ["-m", "all_trec", "-mrelstring.20", "-q", "-l2", "qrels.rel_level", "results.test"],
     "out.test.meas_params": [
-        "-q", "-miprec_at_recall..10,.20,.25,.75,.50", "-m", "P.5,7,3", "-m", "recall.20,2000",
-        "-m", "Rprec_mult.5.0,0.2,0.35", "-mutility.2,-1,0,0", "-m", "11pt_avg..25,.5,.75",
-        "-mndcg.1=3,2=9,4=4.5", "-mndcg_cut.10,20,23.4", "-msuccess.2,5,20",
-        "qrels.test", "results.test",
+        "-q",
+        "-miprec_at_recall..10,.20,.25,.75,.50",
+        "-m",
+        "P.5,7,3",
+        "-m",
+        "recall.20,2000",
+        "-m",
+        "Rprec_mult.5.0,0.2,0.35",
+        "-mutility.2,-1,0,0",
+        "-m",
+        "11pt_avg..25,.5,.75",
+        "-mndcg.1=3,2=9,4=4.5",
+        "-mndcg_cut.10,20,23.4",
+        "-msuccess.2,5,20",
+        "qrels.test",
+        "results.test",
     ],
 }
 
@@ -72,7 +84,9 @@ def test_the_command_with_its_xla_flags_and_compilation_cache_is_byte_identical(
     for attempt in ("cold", "warm"):
         done = subprocess.run(
             [sys.executable, "-m", "jaxrank.cli", *_argv(CASES["out.test.a"])],
-            capture_output=True, env=env, timeout=300,
+            capture_output=True,
+            env=env,
+            timeout=300,
         )
         assert done.returncode == 0, done.stderr.decode()
         assert done.stdout == want, attempt

@@ -84,9 +84,7 @@ def simple_dicts(qrels_path: Path, run_path: Path) -> tuple[dict, dict]:
 
 
 def rows(batch: Batch) -> dict[str, list[str]]:
-    return {
-        q: [d.decode() for d in batch.docnos[i][batch.where[i]]] for i, q in enumerate(batch.qids)
-    }
+    return {q: [d.decode() for d in batch.docnos[i][batch.where[i]]] for i, q in enumerate(batch.qids)}
 
 
 # ----------------------------------------------------------------------------- file format
@@ -134,8 +132,21 @@ def test_run_tag_is_the_last_lines(tmp_path):
 
 def test_scores_parse_exactly_as_floats(tmp_path):
     tokens = [
-        "0.1", "16.1321", "-3.5", "+2", ".5", "7.", "1e-05", "-2.5E+3", "0.30000000000000004",
-        "123456789012345678", "1.7976931348623157e308", "inf", "-inf", "12345678901234.5", "-0",
+        "0.1",
+        "16.1321",
+        "-3.5",
+        "+2",
+        ".5",
+        "7.",
+        "1e-05",
+        "-2.5E+3",
+        "0.30000000000000004",
+        "123456789012345678",
+        "1.7976931348623157e308",
+        "inf",
+        "-inf",
+        "12345678901234.5",
+        "-0",
     ]
     text = "".join(f"q Q0 d{i} 0 {t} x\n" for i, t in enumerate(tokens))
     run = read_run(write(tmp_path, "r", text))
@@ -230,7 +241,7 @@ def test_hash_collisions_change_nothing_that_is_read_or_matched(tmp_path, monkey
     rng = np.random.default_rng(kept_bits)
     qrels_lines, run_lines = [QRELS], [RUN]
     for q in range(5, 25):
-        docs = [f"d{rng.integers(0, 10**rng.integers(1, 12))}-{i}" for i in range(int(rng.integers(1, 40)))]
+        docs = [f"d{rng.integers(0, 10 ** rng.integers(1, 12))}-{i}" for i in range(int(rng.integers(1, 40)))]
         run_lines += [f"{q} Q0 {d} 0 {rng.choice([1.0, 0.5, 0.25])} t\n" for d in docs]
         qrels_lines += [f"{q} 0 {d} {rng.integers(-1, 3)}\n" for d in docs if rng.random() < 0.5]
         qrels_lines += [f"{q} 0 extra{j} 1\n" for j in range(int(rng.integers(0, 5)))]
@@ -268,6 +279,7 @@ def test_ties_break_by_docno_descending_bytes(tmp_path):
 
 def test_tie_order_agrees_with_pytrec_eval():
     import pytrec_eval
+
     qrels = {"q": {"a": 1, "b": 0, "B": 0}}
     run = {"q": {"a": 1.0, "b": 1.0, "B": 1.0}}
     expected = pytrec_eval.RelevanceEvaluator(qrels, {"P_1", "recip_rank"}).evaluate(run)["q"]
@@ -301,6 +313,7 @@ def test_rank_field_and_line_order_do_not_matter(tmp_path):
 
 def test_ranking_matches_pytrec_eval_on_a_tied_random_run(tmp_path):
     import pytrec_eval
+
     rng = np.random.default_rng(3)
     qrels, run = {}, {}
     for q in range(30):
@@ -373,6 +386,7 @@ def test_judged_only_drops_documents_not_judged(small):
 
 def test_judged_only_agrees_with_pytrec_eval():
     import pytrec_eval
+
     qrels_dict, run_dict = simple_dicts(TREC_EVAL / "qrels.test", TREC_EVAL / "results.test")
     measures = {"num_ret", "num_rel_ret", "P_10", "recip_rank"}
     evaluator = pytrec_eval.RelevanceEvaluator(qrels_dict, measures, judged_docs_only_flag=True)
@@ -430,6 +444,7 @@ def test_dicts_records_and_dataframes_give_the_same_batch_as_files(tmp_path, sma
         expected,
     )
     import pandas as pd
+
     qrels_df, run_df = pd.DataFrame(qrels_records), pd.DataFrame(run_records)
     assert_same(to_batch(read_qrels(qrels_df), read_run(run_df)), expected)
 
@@ -548,6 +563,7 @@ def counts(batch: Batch) -> dict[str, dict[str, int]]:
 @pytest.mark.parametrize("run_name", ["results.test", "results.trunc"])
 def test_reference_files_count_like_pytrec_eval(qrels_name, run_name):
     import pytrec_eval
+
     qrels_dict, run_dict = simple_dicts(TREC_EVAL / qrels_name, TREC_EVAL / run_name)
     measures = {"num_ret", "num_rel", "num_rel_ret", "recip_rank", "P_10", "P_100"}
     expected = pytrec_eval.RelevanceEvaluator(qrels_dict, measures).evaluate(run_dict)
@@ -586,9 +602,7 @@ def test_reference_files_count_and_rank_like_trec_eval_output(out_name, run_name
         printed[f"P_{k}"] = dict(zip(batch.qids.tolist(), relevant[:, :k].sum(axis=1) / k))
     for measure, values in printed.items():
         expected = per_query(TREC_EVAL / out_name, measure)
-        assert {q: f"{v:.4f}" for q, v in values.items()} == {
-            q: f"{v:.4f}" for q, v in expected.items()
-        }
+        assert {q: f"{v:.4f}" for q, v in values.items()} == {q: f"{v:.4f}" for q, v in expected.items()}
 
 
 def test_qrels_with_comments_read_like_qrels_test():
@@ -617,6 +631,7 @@ def load_generator():
 
 def test_generated_files_evaluate_like_pytrec_eval(tmp_path):
     import pytrec_eval
+
     gen = load_generator()
     run_path = gen.generate_run(tmp_path / "g.run", n_queries=40, n_docs=150, seed=1)
     qrels_path = gen.generate_qrels(tmp_path / "g.qrels", 40, 60, seed=1, n_docs=150, unjudged=0.1)

@@ -73,7 +73,9 @@ def metric(
     """
     acc = accumulator(measure, how=how, empty=empty, rel=rel, ties=ties, num_docs=num_docs)
     if len(acc.names) != 1:
-        raise ValueError(f"measure {measure!r} has {len(acc.names)} outputs {list(acc.names)}; give one measure per metric")
+        raise ValueError(
+            f"measure {measure!r} has {len(acc.names)} outputs {list(acc.names)}; give one measure per metric"
+        )
     (name,) = acc.names
 
     @flax.struct.dataclass
@@ -102,8 +104,14 @@ def metric(
                         f"{scores.shape}, got {mask.shape}"
                     )
             state = acc.update(
-                acc.init(), scores, labels, where=where, judgments=judgments, judgments_where=judgments_where,
-                query_where=query_where, weights=weights,
+                acc.init(),
+                scores,
+                labels,
+                where=where,
+                judgments=judgments,
+                judgments_where=judgments_where,
+                query_where=query_where,
+                weights=weights,
             )
             return cls(state)
 

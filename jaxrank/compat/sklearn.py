@@ -56,7 +56,9 @@ def _columns(y_true, y_score, average) -> tuple[Array, Array]:
     """``[n]`` or ``[n, L]`` inputs as lists ``[..., n]`` (one per label)."""
     y_true, y_score = _array(y_true), _array(y_score)
     if y_true.shape != y_score.shape or y_true.ndim not in (1, 2):
-        raise ValueError(f"y_true and y_score must have one shape, [n] or [n, n_labels]; got {y_true.shape} and {y_score.shape}")
+        raise ValueError(
+            f"y_true and y_score must have one shape, [n] or [n, n_labels]; got {y_true.shape} and {y_score.shape}"
+        )
     if average not in ("macro", None):
         raise ValueError(f"average must be 'macro' or None here, got {average!r}")
     if not isinstance(y_true, jax.core.Tracer) and not bool(jnp.all((y_true == 0) | (y_true == 1))):
@@ -129,7 +131,9 @@ def _rows(y_true, y_score, k, log_base, sample_weight):
 
 def _dcg_like(metric, y_true, y_score, k, log_base, sample_weight, ignore_ties):
     labels, scores, weights = _rows(y_true, y_score, k, log_base, sample_weight)
-    return _dcg_rows(labels, scores, weights, metric=metric, k=k, log_base=float(log_base), ignore_ties=bool(ignore_ties))
+    return _dcg_rows(
+        labels, scores, weights, metric=metric, k=k, log_base=float(log_base), ignore_ties=bool(ignore_ties)
+    )
 
 
 @partial(jax.jit, static_argnames=("metric", "k", "log_base", "ignore_ties"))
@@ -170,5 +174,7 @@ def ndcg_score(y_true, y_score, *, k: Optional[int] = None, sample_weight=None, 
     if not isinstance(y_true, jax.core.Tracer) and bool(jnp.any(y_true < 0)):
         raise ValueError("ndcg_score should not be used on negative y_true values.")
     if y_true.ndim == 2 and y_true.shape[1] <= 1:
-        raise ValueError(f"Computing NDCG is only meaningful when there is more than 1 document. Got {y_true.shape[1]} instead.")
+        raise ValueError(
+            f"Computing NDCG is only meaningful when there is more than 1 document. Got {y_true.shape[1]} instead."
+        )
     return _dcg_like(metrics.ndcg, y_true, y_score, k, 2, sample_weight, ignore_ties)

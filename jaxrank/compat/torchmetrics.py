@@ -78,7 +78,9 @@ def _array(x) -> Array:
 
 
 def _types(preds: Array, target: Array, allow_non_binary: bool) -> None:
-    if not (target.dtype == bool or jnp.issubdtype(target.dtype, jnp.integer) or jnp.issubdtype(target.dtype, jnp.floating)):
+    if not (
+        target.dtype == bool or jnp.issubdtype(target.dtype, jnp.integer) or jnp.issubdtype(target.dtype, jnp.floating)
+    ):
         raise ValueError("`target` must be a tensor of booleans, integers or floats")
     if not jnp.issubdtype(preds.dtype, jnp.floating):
         raise ValueError("`preds` must be a tensor of floats")
@@ -143,7 +145,9 @@ def _auroc(preds, target, where, top_k, max_fpr):
 
 
 def _precision_recall_curve(preds, target, where, max_k, adaptive_k):
-    return metrics.precision_recall_curve(preds, target, max_k=max_k, adaptive_k=adaptive_k, where=where, ranker=_STABLE)
+    return metrics.precision_recall_curve(
+        preds, target, max_k=max_k, adaptive_k=adaptive_k, where=where, ranker=_STABLE
+    )
 
 
 @functools.cache
@@ -384,7 +388,9 @@ class _RetrievalMetric:
         """The aggregate of the per-query values over every query seen."""
         g = self._grouped()
         values = self._kernel(g.preds, g.target, g.where)
-        return _aggregate(values, self._empty(g.target, g.where), self.empty_target_action, self.aggregation, self._empty_message)
+        return _aggregate(
+            values, self._empty(g.target, g.where), self.empty_target_action, self.aggregation, self._empty_message
+        )
 
     def __call__(self, preds, target, indexes):
         """torchmetrics' ``forward``: update the state and return this batch's value alone."""

@@ -253,7 +253,7 @@ def _blocked_cumsum(x: jax.Array, block: int = 64) -> jax.Array:
 
     A list length that is not a multiple of the block gets its tail summed
     apart: padding instead would fuse the producer of ``x`` into a pad, where
-    XLA:CPU does not vectorise transcendental functions (log1p there is ~10x slower).
+    XLA:CPU does not vectorise transcendental functions (log1p there is much slower).
     """
     n = x.shape[-1]
     # a block that divides n, when one is near ``block``, leaves no tail (a smaller program)

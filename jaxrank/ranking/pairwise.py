@@ -18,7 +18,6 @@ from jax import lax
 from jaxrank.ranking.ranks import PositionFn, Ranks
 from jaxrank.ranking.smooth import _check_units, _in_units, _inputs, _optional_positive, _positive, _reduce, soft_cutoff
 
-
 # The pairwise kernel of ``approx`` works on blocks of rows: at most this many
 # pair terms per block for the whole batch, and at most _PAIRS_PER_LIST per
 # list (so that a ``vmap`` by the caller, invisible here, stays bounded too).
@@ -131,7 +130,6 @@ class PointRanks(Ranks):
         # pairs of (s_j - s_i) / tau with s = -r: (r_i - r_j) / tau
         logs = _pairwise_rows("log_cascade", -self.ranks, self.valid, p, self.tau)
         return self._weighted(p, f, jnp.exp(logs))
-
 
 
 # approx -----------------------------------------------------------------------------

@@ -14,7 +14,15 @@ from jax import lax
 
 from jaxrank.ranking._backend import argsort_descending, cumsum, sort_key
 from jaxrank.ranking.ranks import PositionFn, Ranks
-from jaxrank.ranking.smooth import _check_units, _exclusive_cumprod, _in_units, _inputs, _masked_logsumexp, _positive, _reduce
+from jaxrank.ranking.smooth import (
+    _check_units,
+    _exclusive_cumprod,
+    _in_units,
+    _inputs,
+    _masked_logsumexp,
+    _positive,
+    _reduce,
+)
 
 
 @jax.tree_util.register_dataclass

@@ -16,8 +16,8 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxrank.ranking._backend import argsort_descending, inverse_permutation, sort_key, vary_like
-from jaxrank.ranking.smooth import _check_units, _in_units, _inputs, _optional_positive, _positive
 from jaxrank.ranking.pairwise import PointRanks
+from jaxrank.ranking.smooth import _check_units, _in_units, _inputs, _optional_positive, _positive
 
 
 # softrank ---------------------------------------------------------------------------
@@ -156,7 +156,9 @@ def _ascending_order(scores: jax.Array, valid: jax.Array) -> jax.Array:
     return argsort_descending(sort_key(-lax.stop_gradient(scores), valid))
 
 
-def soft_ranks(scores: jax.Array, where: Optional[jax.Array] = None, *, strength: float = 1.0, regularization: str = "l2") -> jax.Array:
+def soft_ranks(
+    scores: jax.Array, where: Optional[jax.Array] = None, *, strength: float = 1.0, regularization: str = "l2"
+) -> jax.Array:
     """Soft ranks by projection onto the permutahedron (Blondel et al., 2020).
 
     With :math:`m` valid items, :math:`\\rho = (m, m-1, \\dots, 1)` and

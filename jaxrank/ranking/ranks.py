@@ -38,7 +38,8 @@ weights).
 from __future__ import annotations
 
 import abc
-from typing import Callable, Literal, Optional, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Literal, Optional, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp

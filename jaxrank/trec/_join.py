@@ -67,7 +67,8 @@ def _raise_duplicate(e: _Entries, key: np.ndarray, order: np.ndarray, in_what: s
         members = np.sort(order[np.flatnonzero(k == k[i])]).tolist()
         for x, first in enumerate(members):
             pairs += [
-                (second, first) for second in members[x + 1 :]
+                (second, first)
+                for second in members[x + 1 :]
                 if e.qids[first] == e.qids[second] and e.docnos[first] == e.docnos[second]
             ]
     if not pairs:
@@ -76,7 +77,8 @@ def _raise_duplicate(e: _Entries, key: np.ndarray, order: np.ndarray, in_what: s
     l1, l2 = e.line_of(first), e.line_of(second)
     lines = "" if l1 is None else f" (lines {l1} and {l2})"
     raise TrecFormatError(
-        e.name, l2,
+        e.name,
+        l2,
         f"document {bytes(e.docnos[second]).decode(errors='replace')!r} appears twice for query "
         f"{bytes(e.qid_names[e.qids[second]]).decode(errors='replace')!r}{in_what}{lines}",
     )
@@ -106,9 +108,7 @@ def _docno_desc_keys(docnos: np.ndarray) -> list[np.ndarray]:
     return [~w[:, j] for j in range(w.shape[1] - 1, -1, -1)]
 
 
-def _run_order(
-    qids: np.ndarray, n_q: int, scores: np.ndarray, docnos: np.ndarray
-) -> np.ndarray | None:
+def _run_order(qids: np.ndarray, n_q: int, scores: np.ndarray, docnos: np.ndarray) -> np.ndarray | None:
     """Permutation to trec_eval's order (qid, score desc, docno desc); None if already there.
 
     Fast when each query's lines are together and ranked (the usual layout of run files):
@@ -149,9 +149,7 @@ def _sorted_order(qids: np.ndarray, n_q: int, scores: np.ndarray, docnos: np.nda
     return order
 
 
-def _match(
-    lens: np.ndarray, docnos: np.ndarray, rel_lens: np.ndarray, rel_docnos: np.ndarray
-) -> np.ndarray:
+def _match(lens: np.ndarray, docnos: np.ndarray, rel_lens: np.ndarray, rel_docnos: np.ndarray) -> np.ndarray:
     """For each run document, the index of the same docno among the judgments of its row,
     or -1. Row i has the next ``lens[i]`` documents and the next ``rel_lens[i]`` judgments.
     Rows are matched in groups of about 2**20 documents, to bound the temporary memory."""
@@ -163,17 +161,13 @@ def _match(
         hi = max(lo + 1, int(np.searchsorted(ends, doc_lo + (1 << 20), side="right")))
         doc_hi = int(ends[hi - 1])
         rel_lo, rel_hi = (int(rel_ends[lo - 1]) if lo else 0), int(rel_ends[hi - 1])
-        found = _match_rows(
-            lens[lo:hi], docnos[doc_lo:doc_hi], rel_lens[lo:hi], rel_docnos[rel_lo:rel_hi]
-        )
+        found = _match_rows(lens[lo:hi], docnos[doc_lo:doc_hi], rel_lens[lo:hi], rel_docnos[rel_lo:rel_hi])
         hits[doc_lo:doc_hi] = np.where(found >= 0, found + rel_lo, -1)
         lo = hi
     return hits
 
 
-def _match_rows(
-    lens: np.ndarray, docnos: np.ndarray, rel_lens: np.ndarray, rel_docnos: np.ndarray
-) -> np.ndarray:
+def _match_rows(lens: np.ndarray, docnos: np.ndarray, rel_lens: np.ndarray, rel_docnos: np.ndarray) -> np.ndarray:
     """:func:`_match` for a group of rows.
 
     The judgments of a row fall into ``2 ** b`` buckets (about two buckets per judgment) by

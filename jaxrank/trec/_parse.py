@@ -48,9 +48,7 @@ def _decode(a: np.ndarray) -> np.ndarray:
 
 def _encode(values: Iterable[Any]) -> np.ndarray:
     """Strings (or anything ``str()`` takes) -> bytes array, width a multiple of 8."""
-    raw = [
-        (v if isinstance(v, str) else str(v)).encode("utf-8", "surrogateescape") for v in values
-    ]
+    raw = [(v if isinstance(v, str) else str(v)).encode("utf-8", "surrogateescape") for v in values]
     return _widen(np.array(raw, dtype=bytes) if raw else np.zeros(0, dtype="S8"))
 
 
@@ -311,9 +309,7 @@ def _tokens(text: _Text) -> tuple[np.ndarray, np.ndarray]:
     return edges[0::2], edges[1::2]
 
 
-def _line_tokens(
-    starts: np.ndarray, newlines: np.ndarray, n_fields: int
-) -> tuple[np.ndarray | slice, np.ndarray]:
+def _line_tokens(starts: np.ndarray, newlines: np.ndarray, n_fields: int) -> tuple[np.ndarray | slice, np.ndarray]:
     """Index of the first token of each line (a slice when regular), and tokens per line."""
     n_lines = newlines.size
     if (
@@ -330,9 +326,7 @@ def _line_tokens(
     return before - counts, counts
 
 
-def _field(
-    starts: np.ndarray, ends: np.ndarray, first: np.ndarray | slice, f: int
-) -> tuple[np.ndarray, np.ndarray]:
+def _field(starts: np.ndarray, ends: np.ndarray, first: np.ndarray | slice, f: int) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(first, slice):
         s, e = starts[first.start + f :: first.step], ends[first.start + f :: first.step]
     else:
@@ -373,9 +367,7 @@ def _parse_block(text: _Text, spec: _Spec, name: str) -> _Block:
     docnos = _as_bytes(_left_words(text, *_field(starts, ends, first, 2)))
     s, lens = _field(starts, ends, first, spec.value_field)
     width = min(4, max(1, -(-int(lens.max()) // 8))) if lens.size else 1
-    values, ok = _parse_decimals(
-        _right_bytes(text, s + lens, lens, width), lens, body[s], allow_dot=spec.kind == "run"
-    )
+    values, ok = _parse_decimals(_right_bytes(text, s + lens, lens, width), lens, body[s], allow_dot=spec.kind == "run")
     if spec.kind == "qrels":
         values = values.astype(np.int64)
     if not ok.all():  # exponents, inf, nan, 15+ digits: exactly, by Python, row by row
@@ -386,7 +378,8 @@ def _parse_block(text: _Text, spec: _Spec, name: str) -> _Block:
         if None in converted:
             i = converted.index(None)
             raise TrecFormatError(
-                name, lines(int(rows[i])),
+                name,
+                lines(int(rows[i])),
                 f"{spec.value_error}: {tokens[i].decode(errors='replace')!r}",
             )
         values[rows] = converted

@@ -132,9 +132,7 @@ class Report:
             lines = np.strings.add(np.strings.add(heads, qids), values)
             parts.append("\n".join(lines.ravel().tolist()) + "\n")
         if summary:
-            parts.extend(
-                f"{c.name:<22}\tall\t{self._summary_string(c)}\n" for c in self.columns if c.summary
-            )
+            parts.extend(f"{c.name:<22}\tall\t{self._summary_string(c)}\n" for c in self.columns if c.summary)
         return "".join(parts)
 
     def to_json(self, per_query: bool = False) -> str:
@@ -193,8 +191,14 @@ def format_values(v: np.ndarray) -> list[str]:
 
 
 def _group(
-    plan: Plan, q: trec.Qrels, r: trec.Run, *, complete: bool, max_docs: Optional[int],
-    judged_only: bool, guess: Optional[tuple] = None,
+    plan: Plan,
+    q: trec.Qrels,
+    r: trec.Run,
+    *,
+    complete: bool,
+    max_docs: Optional[int],
+    judged_only: bool,
+    guess: Optional[tuple] = None,
 ):
     """Evaluate the measures of ``plan`` on one batch: (qids, per-measure ``[Q, C]`` arrays,
     rows of queries missing from the run, judgments with rel > 0 per query)."""
@@ -220,13 +224,15 @@ def _group(
     with jax.enable_x64(True):
         for lo in range(0, n_q, rows):
             hi = slice(lo, lo + rows)
-            parts.append(executable(
-                _pad(scores[hi], rows, n, 0.0),
-                _pad(rr[hi], rows, n, 0),
-                _pad(where[hi], rows, n, False),
-                _pad(judgments[hi], rows, m, 0),
-                _pad(batch.judgments_where[hi], rows, m, False),
-            ))
+            parts.append(
+                executable(
+                    _pad(scores[hi], rows, n, 0.0),
+                    _pad(rr[hi], rows, n, 0),
+                    _pad(where[hi], rows, n, False),
+                    _pad(judgments[hi], rows, m, 0),
+                    _pad(batch.judgments_where[hi], rows, m, False),
+                )
+            )
         out = [np.concatenate([p[i] for p in parts])[:n_q] for i in range(len(parts[0]))]
     positive = np.count_nonzero((batch.judgments > 0) & batch.judgments_where, axis=1)
     return [str(x) for x in batch.qids.tolist()], out, bogus, positive
@@ -399,8 +405,16 @@ def evaluate(
         0.4167
     """
     rep = report(
-        qrels, run, measures, complete=complete, max_docs=max_docs, rel_level=rel_level,
-        judged_only=judged_only, num_docs=num_docs, version=version, queries=queries,
+        qrels,
+        run,
+        measures,
+        complete=complete,
+        max_docs=max_docs,
+        rel_level=rel_level,
+        judged_only=judged_only,
+        num_docs=num_docs,
+        version=version,
+        queries=queries,
     )
     if as_frame:
         return rep.to_frame(per_query)

@@ -74,8 +74,9 @@ def _num_rel_ret(ctx, m):
 
 @_family("map", "gm_map")
 def _map(ctx, m):
-    return _col(ctx.memo(("map", ctx.level(m)), lambda: ctx.metric(
-        metrics.average_precision, judged=True, rel=ctx.level(m))))
+    return _col(
+        ctx.memo(("map", ctx.level(m)), lambda: ctx.metric(metrics.average_precision, judged=True, rel=ctx.level(m)))
+    )
 
 
 @_family("map_cut")
@@ -230,8 +231,17 @@ def _ndcg_gains(ctx, pairs, k):
     gains of judged documents), so the ideal is ordered by gain, as trec_eval orders it."""
     gains = ctx.gains(ctx.rr, pairs)
     ideal = ctx.ideal_gains(pairs)
-    return metrics.ndcg(ctx.scores, gains, k=k, where=ctx.where, ranker=ctx.ranks, gain=_identity,
-                        judgments=ideal, judgments_where=ideal > 0, ideal_ranks=ctx.ideal_ranks(pairs))
+    return metrics.ndcg(
+        ctx.scores,
+        gains,
+        k=k,
+        where=ctx.where,
+        ranker=ctx.ranks,
+        gain=_identity,
+        judgments=ideal,
+        judgments_where=ideal > 0,
+        ideal_ranks=ctx.ideal_ranks(pairs),
+    )
 
 
 @_family("ndcg")

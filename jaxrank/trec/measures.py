@@ -90,30 +90,98 @@ _TREC_ORDER = {name: i for i, name in enumerate(_TREC)}
 
 # trec_eval measures that need other input formats (preferences, judgment groups).
 _TREC_UNSUPPORTED = (
-    "prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret", "prefs_simp",
-    "prefs_pair", "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret", "prefs_pair_ret",
-    "prefs_avgjg_ret", "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp", "prefs_pair_imp",
-    "prefs_avgjg_imp", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg", "yaap",
+    "prefs_num_prefs_poss",
+    "prefs_num_prefs_ful",
+    "prefs_num_prefs_ful_ret",
+    "prefs_simp",
+    "prefs_pair",
+    "prefs_avgjg",
+    "prefs_avgjg_Rnonrel",
+    "prefs_simp_ret",
+    "prefs_pair_ret",
+    "prefs_avgjg_ret",
+    "prefs_avgjg_Rnonrel_ret",
+    "prefs_simp_imp",
+    "prefs_pair_imp",
+    "prefs_avgjg_imp",
+    "map_avgjg",
+    "P_avgjg",
+    "Rprec_mult_avgjg",
+    "yaap",
 )
 
 _NICKNAMES: dict[str, tuple[str, ...]] = {
-    "official": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map",
-                 "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P"),
-    "set": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P",
-            "set_recall", "set_relative_P", "set_map", "set_F"),
-    "all_trec": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map",
-                 "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P", "relstring",
-                 "recall", "unj", "rbp", "rbp_resid", "infAP", "gm_bpref", "utility",
-                 "11pt_avg", "ndcg", "relative_P", "Rprec_mult", "success", "map_cut",
-                 "ndcg_cut", "ndcg_rel", "Rndcg", "binG", "G", "set_P", "set_recall",
-                 "set_relative_P", "set_map", "set_F", "num_nonrel_judged_ret"),
+    "official": (
+        "runid",
+        "num_q",
+        "num_ret",
+        "num_rel",
+        "num_rel_ret",
+        "map",
+        "gm_map",
+        "Rprec",
+        "bpref",
+        "recip_rank",
+        "iprec_at_recall",
+        "P",
+    ),
+    "set": (
+        "runid",
+        "num_q",
+        "num_ret",
+        "num_rel",
+        "num_rel_ret",
+        "utility",
+        "set_P",
+        "set_recall",
+        "set_relative_P",
+        "set_map",
+        "set_F",
+    ),
+    "all_trec": (
+        "runid",
+        "num_q",
+        "num_ret",
+        "num_rel",
+        "num_rel_ret",
+        "map",
+        "gm_map",
+        "Rprec",
+        "bpref",
+        "recip_rank",
+        "iprec_at_recall",
+        "P",
+        "relstring",
+        "recall",
+        "unj",
+        "rbp",
+        "rbp_resid",
+        "infAP",
+        "gm_bpref",
+        "utility",
+        "11pt_avg",
+        "ndcg",
+        "relative_P",
+        "Rprec_mult",
+        "success",
+        "map_cut",
+        "ndcg_cut",
+        "ndcg_rel",
+        "Rndcg",
+        "binG",
+        "G",
+        "set_P",
+        "set_recall",
+        "set_relative_P",
+        "set_map",
+        "set_F",
+        "num_nonrel_judged_ret",
+    ),
 }
 
 _LONG_KIND = ("num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret")
 
-_ATOF = re.compile(
-    r"[ \t\n\v\f\r]*([+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan))", re.I
-)
+_ATOF = re.compile(r"[ \t\n\v\f\r]*([+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan))", re.I)
 _ATOL = re.compile(r"[ \t\n\v\f\r]*([+-]?\d+)")
 
 
@@ -183,15 +251,12 @@ def _trec_measure(name: str, params: Optional[str]) -> Measure:
     elif name in ("gm_map", "gm_bpref"):
         columns = (Column(name, per_query=False, agg="gmean"),)
     elif name == "relstring":
-        columns = (Column(names[0], kind="str", summary=False, agg="none",
-                          bogus_zero=names[0] == "relstring"),)
+        columns = (Column(names[0], kind="str", summary=False, agg="none", bogus_zero=names[0] == "relstring"),)
     elif name in _LONG_KIND:
         agg = "num_rel" if name == "num_rel" else "sum"
         columns = (Column(name, kind="int", agg=agg, bogus_zero=name == "num_ret"),)
     else:
-        columns = tuple(
-            Column(n, bogus_zero=n in ("utility", "rbp_resid") or n.startswith("unj")) for n in names
-        )
+        columns = tuple(Column(n, bogus_zero=n in ("utility", "rbp_resid") or n.startswith("unj")) for n in names)
     return Measure(name, columns, cuts=cuts, pairs=pairs, source=name if params is None else f"{name}.{params}")
 
 
@@ -272,11 +337,17 @@ _IR: dict[str, _IrSpec] = {
     "Bpref": _IrSpec({"rel": None}, _fixed("bpref"), at=None),
     "Rprec": _IrSpec({"rel": None, "judged_only": False}, _fixed("Rprec"), at=None),
     "Success": _IrSpec({"cutoff": _REQ, "rel": None, "judged_only": False}, _fixed("success")),
-    "SetP": _IrSpec({"rel": None, "relative": False, "judged_only": False},
-                    lambda p, text: ("set_relative_P" if p["relative"] else "set_P", {}), at=None),
+    "SetP": _IrSpec(
+        {"rel": None, "relative": False, "judged_only": False},
+        lambda p, text: ("set_relative_P" if p["relative"] else "set_P", {}),
+        at=None,
+    ),
     "SetR": _IrSpec({"rel": None}, _fixed("set_recall"), at=None),
-    "SetF": _IrSpec({"rel": None, "beta": 1.0, "judged_only": False},
-                    lambda p, text: ("set_F", {"cuts": (float(p["beta"]),)}), at=None),
+    "SetF": _IrSpec(
+        {"rel": None, "beta": 1.0, "judged_only": False},
+        lambda p, text: ("set_F", {"cuts": (float(p["beta"]),)}),
+        at=None,
+    ),
     "SetAP": _IrSpec({"rel": None, "judged_only": False}, _fixed("set_map"), at=None),
     "NumQ": _IrSpec({}, _count("num_q", "count", per_query=False), at=None),
     "NumRel": _IrSpec({"rel": None}, _count("num_rel", "sum"), at=None),
@@ -357,8 +428,15 @@ def _ir_measure(text: str) -> Measure:
     family, overrides = spec.family(p, text)
     fields = {"cuts": () if cutoff is None else (cutoff,), "pairs": (), "column": Column(text.strip())}
     fields.update(overrides)
-    return Measure(family, (fields["column"],), cuts=fields["cuts"], pairs=fields["pairs"], level=rel,
-                   judged_only=bool(p.get("judged_only", False)), source=text.strip())
+    return Measure(
+        family,
+        (fields["column"],),
+        cuts=fields["cuts"],
+        pairs=fields["pairs"],
+        level=rel,
+        judged_only=bool(p.get("judged_only", False)),
+        source=text.strip(),
+    )
 
 
 # ----------------------------------------------------------------------------- parsing
