@@ -77,3 +77,20 @@ def over_tie_orders(name, scores, labels, **kwargs):
     scores = [float(s) for s in scores]
     labels = [float(y) for y in labels]
     return np.array([reference(name, [labels[i] for i in order], **kwargs) for order in tie_orders(scores)])
+
+
+# The public metrics that take k (r_precision and num_rel do not).
+CUTOFF_METRICS = [
+    "precision",
+    "recall",
+    "average_precision",
+    "reciprocal_rank",
+    "success",
+    "dcg",
+    "ndcg",
+    "err",
+    "rbp",
+    "fallout",
+    "num_rel_ret",
+    "num_ret",
+]

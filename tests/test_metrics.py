@@ -14,23 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jaxrank
-from tests.brute import reference
+from tests.brute import CUTOFF_METRICS, reference
 
 STABLE = jaxrank.hard("stable")
-CUTOFF_METRICS = [
-    "precision",
-    "recall",
-    "average_precision",
-    "reciprocal_rank",
-    "success",
-    "dcg",
-    "ndcg",
-    "err",
-    "rbp",
-    "fallout",
-    "num_rel_ret",
-    "num_ret",
-]
 BOUNDED = {
     "precision",
     "recall",

@@ -7,22 +7,8 @@ import pytest
 
 import jaxrank
 from jaxrank.ranking import _backend
-from tests.brute import over_tie_orders, reference
+from tests.brute import CUTOFF_METRICS, over_tie_orders, reference
 
-CUTOFF_METRICS = [
-    "precision",
-    "recall",
-    "average_precision",
-    "reciprocal_rank",
-    "success",
-    "dcg",
-    "ndcg",
-    "err",
-    "rbp",
-    "fallout",
-    "num_rel_ret",
-    "num_ret",
-]
 ALL_METRICS = CUTOFF_METRICS + ["r_precision"]
 
 

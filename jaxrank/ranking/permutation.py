@@ -9,9 +9,9 @@ from typing import Optional
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 
+from jaxrank import _checks
 from jaxrank.ranking._backend import argsort_descending, cumsum, sort_key
 from jaxrank.ranking.ranks import PositionFn, Ranks
 from jaxrank.ranking.smooth import (
@@ -87,12 +87,6 @@ def _permutation_from_logits(logits: jax.Array, valid: jax.Array, sinkhorn: int)
     return jnp.where(mask, jnp.exp(jnp.where(mask, x, 0)), 0)
 
 
-def _check_sinkhorn(sinkhorn) -> int:
-    if isinstance(sinkhorn, bool) or not isinstance(sinkhorn, (int, np.integer)) or sinkhorn < 0:
-        raise ValueError(f"sinkhorn must be a non-negative integer, got {sinkhorn!r}")
-    return int(sinkhorn)
-
-
 @dataclasses.dataclass(frozen=True)
 class NeuralSortRanker:
     """NeuralSort relaxed permutation; see :func:`neuralsort`."""
@@ -138,7 +132,11 @@ def neuralsort(temperature: float = 1.0, sinkhorn: int = 0, *, units: str = "std
       >>> round(float(jaxrank.ndcg(scores, labels, ranker=jaxrank.neuralsort(0.01))), 5)
       0.63093
     """
-    return NeuralSortRanker(_positive(temperature, "temperature"), _check_sinkhorn(sinkhorn), _check_units(units))
+    return NeuralSortRanker(
+        _positive(temperature, "temperature"),
+        _checks.positive_int(sinkhorn, "sinkhorn", allow_zero=True),
+        _check_units(units),
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,4 +183,8 @@ def softsort(temperature: float = 1.0, sinkhorn: int = 0, *, units: str = "std")
       >>> round(float(jaxrank.ndcg(scores, labels, ranker=jaxrank.softsort(0.01))), 5)
       0.63093
     """
-    return SoftSortRanker(_positive(temperature, "temperature"), _check_sinkhorn(sinkhorn), _check_units(units))
+    return SoftSortRanker(
+        _positive(temperature, "temperature"),
+        _checks.positive_int(sinkhorn, "sinkhorn", allow_zero=True),
+        _check_units(units),
+    )
