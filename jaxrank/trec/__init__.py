@@ -3,7 +3,8 @@
 Modules, bottom up: :mod:`~jaxrank.trec.files` (qrels and run files <-> arrays; the byte
 parser in ``_parse.py``, ordering and matching in ``_join.py``),
 :mod:`~jaxrank.trec.measures` (measure strings -> descriptions),
-:mod:`~jaxrank.trec.kernels` (one computation per measure family, over the shared ranking),
+:mod:`~jaxrank.trec.kernels` (one computation per measure family, over the shared ranking;
+those outside the ``Ranks`` operations in ``_ranked_list.py``),
 :mod:`~jaxrank.trec.engine` (the jitted stages, compilation, batch shapes) and
 :mod:`~jaxrank.trec.evaluate` (:func:`evaluate` and :class:`Report`). The command line
 (``jaxrank eval``) is :mod:`jaxrank.cli`.

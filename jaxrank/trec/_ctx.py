@@ -1,18 +1,39 @@
 """The context every kernel of one call shares (:class:`_Ctx`: one ranking and its
-rank-order views, memoised, and the gains of the nDCG family) and small helpers of the
-kernels of :mod:`jaxrank.trec.kernels`.
+rank-order views, memoised, and the gains of the nDCG family), the tables kernels register
+in (:func:`kernel_table`) and small helpers of the kernels of :mod:`jaxrank.trec.kernels`
+and :mod:`jaxrank.trec._ranked_list`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import jax
 import jax.numpy as jnp
 
 from jaxrank import metrics
 from jaxrank.ranking import HardRanks, hard
 from jaxrank.ranking._backend import cumsum
 from jaxrank.trec.measures import Measure, Plan, _valid_int
+
+# A kernel: (ctx, measure) -> [Q, C] values (C = number of columns; relstring: codes).
+Kernel = Callable[["_Ctx", Measure], jax.Array]
+
+
+def kernel_table() -> tuple[dict[str, Kernel], Callable[..., Callable[[Kernel], Kernel]]]:
+    """An empty table of kernels by family name, and the decorator ``@family(*names)`` that
+    enters a kernel in it under each of its names."""
+    table: dict[str, Kernel] = {}
+
+    def family(*names: str) -> Callable[[Kernel], Kernel]:
+        def register(fn: Kernel) -> Kernel:
+            for n in names:
+                table[n] = fn
+            return fn
+
+        return register
+
+    return table, family
 
 
 def _safe_div(num, den):

@@ -252,7 +252,8 @@ def report(
     queries: Optional[str] = None,
     before_run: Optional[Callable[[Plan, trec.Qrels], Optional[tuple]]] = None,
 ) -> Report:
-    """Evaluate and keep everything: see :func:`evaluate` for the arguments.
+    """Evaluate and keep everything: see :func:`evaluate` for the arguments (the options
+    after ``measures`` are :func:`evaluate`'s ``**options``).
 
     ``before_run(plan, qrels)``, when given and the run is still to be read, is called
     before the run is read and returns a batch shape it started compiling for (or None):
@@ -343,14 +344,8 @@ def evaluate(
     measures: Measures = None,
     *,
     per_query: bool = False,
-    complete: bool = False,
-    max_docs: Optional[int] = None,
-    rel_level: int = 1,
-    judged_only: bool = False,
-    num_docs: int = 0,
-    version: str = "10",
     as_frame: bool = False,
-    queries: Optional[str] = None,
+    **options: Any,
 ):
     """Evaluate a run against qrels, as trec_eval does.
 
@@ -363,6 +358,9 @@ def evaluate(
         measures: measure strings, trec_eval's (``"map"``, ``"P.5,10"``, ``"all_trec"``) or
             ir_measures' (``"nDCG@10"``, ``"P(rel=2)@5"``); None: trec_eval's default set.
         per_query: also return the value of each query.
+        as_frame: return a pandas DataFrame (queries and ``all`` as rows, measures as columns).
+        **options: the options below, by keyword, passed on to :func:`report` (which
+            declares them with their types and defaults).
         complete: trec_eval ``-c``: average over every query of the qrels (a query missing
             from the run scores as trec_eval 10 scores it: 0 for nearly every measure).
         max_docs: trec_eval ``-M``: evaluate only the first ``max_docs`` documents per query.
@@ -373,7 +371,6 @@ def evaluate(
         version: ``"10"`` (trec_eval 10.0, default) or ``"9"`` (trec_eval 9.x as bundled in
             pytrec_eval: different recall cutoffs in ``iprec_at_recall``/``11pt_avg``,
             scores compared as float32).
-        as_frame: return a pandas DataFrame (queries and ``all`` as rows, measures as columns).
         queries: which queries are evaluated and averaged. ``"run"`` (the default, plain
             trec_eval): the qrels' queries that the run has; run queries without judgments
             are skipped, and so are qrels queries without results (where trec_eval stops
@@ -404,18 +401,7 @@ def evaluate(
         >>> round(jaxrank.evaluate(qrels, run, "map", queries="qrels")["map"], 4)  # scores 0
         0.4167
     """
-    rep = report(
-        qrels,
-        run,
-        measures,
-        complete=complete,
-        max_docs=max_docs,
-        rel_level=rel_level,
-        judged_only=judged_only,
-        num_docs=num_docs,
-        version=version,
-        queries=queries,
-    )
+    rep = report(qrels, run, measures, **options)
     if as_frame:
         return rep.to_frame(per_query)
     return rep.to_dict(per_query)

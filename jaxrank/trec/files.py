@@ -77,18 +77,40 @@ Source = Union[str, os.PathLike, Mapping, Iterable, Any]
 # ----------------------------------------------------------------------------- data classes
 
 
-def _readonly(*arrays: np.ndarray) -> None:
-    for a in arrays:
-        a.setflags(write=False)
-
-
 def _per_query(qids: np.ndarray, offsets: np.ndarray) -> Iterator[tuple[str, slice]]:
     for i, q in enumerate(qids.tolist()):
         yield q, slice(int(offsets[i]), int(offsets[i + 1]))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class Qrels:
+class _ReadOnly:
+    """Its numpy fields are made read-only when it is built (they may share memory)."""
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, np.ndarray):
+                value.setflags(write=False)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _ByQuery(_ReadOnly):
+    """Entries in blocks by query: those of ``qids[i]`` are ``offsets[i]:offsets[i + 1]``."""
+
+    qids: np.ndarray
+    offsets: np.ndarray
+    docnos: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.qids.size)
+
+    def _to_dict(self, values: np.ndarray) -> dict[str, dict]:
+        docnos, per_entry = _decode(self.docnos).tolist(), values.tolist()
+        return {q: dict(zip(docnos[s], per_entry[s])) for q, s in _per_query(self.qids, self.offsets)}
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Qrels(_ByQuery):
     """Relevance judgments, one block of entries per query.
 
     Attributes:
@@ -99,25 +121,15 @@ class Qrels:
         rels: ``[M]`` int64; negative means pooled but unjudged.
     """
 
-    qids: np.ndarray
-    offsets: np.ndarray
-    docnos: np.ndarray
     rels: np.ndarray
-
-    def __post_init__(self) -> None:
-        _readonly(self.qids, self.offsets, self.docnos, self.rels)
-
-    def __len__(self) -> int:
-        return int(self.qids.size)
 
     def to_dict(self) -> dict[str, dict[str, int]]:
         """``{qid: {docno: rel}}``, as pytrec_eval takes it."""
-        docnos, rels = _decode(self.docnos).tolist(), self.rels.tolist()
-        return {q: dict(zip(docnos[s], rels[s])) for q, s in _per_query(self.qids, self.offsets)}
+        return self._to_dict(self.rels)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class Run:
+class Run(_ByQuery):
     """A ranked run, the documents of each query in trec_eval's order.
 
     Attributes:
@@ -128,26 +140,16 @@ class Run:
         tag: the run tag of the last line (trec_eval's ``runid``), or ``""``.
     """
 
-    qids: np.ndarray
-    offsets: np.ndarray
-    docnos: np.ndarray
     scores: np.ndarray
     tag: str = ""
 
-    def __post_init__(self) -> None:
-        _readonly(self.qids, self.offsets, self.docnos, self.scores)
-
-    def __len__(self) -> int:
-        return int(self.qids.size)
-
     def to_dict(self) -> dict[str, dict[str, float]]:
         """``{qid: {docno: score}}``, as pytrec_eval takes it."""
-        docnos, scores = _decode(self.docnos).tolist(), self.scores.tolist()
-        return {q: dict(zip(docnos[s], scores[s])) for q, s in _per_query(self.qids, self.offsets)}
+        return self._to_dict(self.scores)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class Batch:
+class Batch(_ReadOnly):
     """Padded per-query arrays for the metrics: ``Q`` queries, ``n`` and ``m`` columns.
 
     Attributes:
@@ -175,9 +177,6 @@ class Batch:
     where: np.ndarray
     judgments: np.ndarray
     judgments_where: np.ndarray
-
-    def __post_init__(self) -> None:
-        _readonly(*(getattr(self, f.name) for f in dataclasses.fields(self)))
 
 
 # ----------------------------------------------------------------------------- entries

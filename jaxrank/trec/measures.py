@@ -13,8 +13,10 @@ Two spellings are accepted, and may be mixed:
   ``MRR``, ``NDCG``, ``BPref``, ``RPrec``, ``NumRelRet``, ``SetRelP``.
 
 :func:`parse_measures` turns strings into a tuple of :class:`Measure` (the descriptions are
-defined in ``jaxrank/trec/_plan.py`` and exported here); :mod:`jaxrank.trec.kernels`
-computes them, :mod:`jaxrank.trec.engine` runs them in one jitted call.
+defined in ``jaxrank/trec/_plan.py`` and exported here; trec_eval's names, their parameters
+and nicknames are the tables of ``_names.py``, ir_measures' names the table ``_IR`` below);
+:mod:`jaxrank.trec.kernels` computes them, :mod:`jaxrank.trec.engine` runs them in one
+jitted call.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Optional, Union
 
+from jaxrank.trec._names import _NICKNAMES, _TREC, _TREC_ORDER, _TREC_UNSUPPORTED
 from jaxrank.trec._plan import INFAP_EPSILON, MIN_GEO_MEAN, Column, Measure, MeasureError, Plan
 
 __all__ = [
@@ -40,144 +43,6 @@ __all__ = [
 ]
 
 # ----------------------------------------------------------------------------- trec_eval names
-
-_LONG_CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
-_TENTHS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
-
-# name -> (parameter style, default). In trec_eval's table order, which is the print order.
-_TREC: dict[str, tuple[str, object]] = {
-    "runid": ("none", None),
-    "num_q": ("none", None),
-    "num_ret": ("none", None),
-    "num_rel": ("none", None),
-    "num_rel_ret": ("none", None),
-    "map": ("none", None),
-    "gm_map": ("none", None),
-    "Rprec": ("none", None),
-    "bpref": ("none", None),
-    "recip_rank": ("none", None),
-    "iprec_at_recall": ("dcut", _TENTHS),
-    "P": ("lcut", _LONG_CUTS),
-    "relstring": ("dparams", (10.0,)),
-    "recall": ("lcut", _LONG_CUTS),
-    "infAP": ("none", None),
-    "gm_bpref": ("none", None),
-    "Rprec_mult": ("dcut", (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)),
-    "utility": ("dparams", (1.0, -1.0, 0.0, 0.0)),
-    "11pt_avg": ("dparams", _TENTHS),
-    "binG": ("none", None),
-    "G": ("pairs", ()),
-    "dcg": ("pairs", ()),
-    "ideal_dcg": ("pairs", ()),
-    "ndcg": ("pairs", ()),
-    "ndcg_rel": ("pairs", ()),
-    "Rndcg": ("pairs", ()),
-    "ndcg_cut": ("lcut", _LONG_CUTS),
-    "map_cut": ("lcut", _LONG_CUTS),
-    "relative_P": ("lcut", _LONG_CUTS),
-    "success": ("lcut", (1, 5, 10)),
-    "set_P": ("none", None),
-    "set_relative_P": ("none", None),
-    "set_recall": ("none", None),
-    "set_map": ("none", None),
-    "set_F": ("dparams", (1.0,)),
-    "num_nonrel_judged_ret": ("none", None),
-    "rbp": ("pairs", ()),
-    "rbp_resid": ("pairs", ()),
-    "unj": ("lcut", (5, 10, 20)),
-}
-_TREC_ORDER = {name: i for i, name in enumerate(_TREC)}
-
-# trec_eval measures that need other input formats (preferences, judgment groups).
-_TREC_UNSUPPORTED = (
-    "prefs_num_prefs_poss",
-    "prefs_num_prefs_ful",
-    "prefs_num_prefs_ful_ret",
-    "prefs_simp",
-    "prefs_pair",
-    "prefs_avgjg",
-    "prefs_avgjg_Rnonrel",
-    "prefs_simp_ret",
-    "prefs_pair_ret",
-    "prefs_avgjg_ret",
-    "prefs_avgjg_Rnonrel_ret",
-    "prefs_simp_imp",
-    "prefs_pair_imp",
-    "prefs_avgjg_imp",
-    "map_avgjg",
-    "P_avgjg",
-    "Rprec_mult_avgjg",
-    "yaap",
-)
-
-_NICKNAMES: dict[str, tuple[str, ...]] = {
-    "official": (
-        "runid",
-        "num_q",
-        "num_ret",
-        "num_rel",
-        "num_rel_ret",
-        "map",
-        "gm_map",
-        "Rprec",
-        "bpref",
-        "recip_rank",
-        "iprec_at_recall",
-        "P",
-    ),
-    "set": (
-        "runid",
-        "num_q",
-        "num_ret",
-        "num_rel",
-        "num_rel_ret",
-        "utility",
-        "set_P",
-        "set_recall",
-        "set_relative_P",
-        "set_map",
-        "set_F",
-    ),
-    "all_trec": (
-        "runid",
-        "num_q",
-        "num_ret",
-        "num_rel",
-        "num_rel_ret",
-        "map",
-        "gm_map",
-        "Rprec",
-        "bpref",
-        "recip_rank",
-        "iprec_at_recall",
-        "P",
-        "relstring",
-        "recall",
-        "unj",
-        "rbp",
-        "rbp_resid",
-        "infAP",
-        "gm_bpref",
-        "utility",
-        "11pt_avg",
-        "ndcg",
-        "relative_P",
-        "Rprec_mult",
-        "success",
-        "map_cut",
-        "ndcg_cut",
-        "ndcg_rel",
-        "Rndcg",
-        "binG",
-        "G",
-        "set_P",
-        "set_recall",
-        "set_relative_P",
-        "set_map",
-        "set_F",
-        "num_nonrel_judged_ret",
-    ),
-}
 
 _LONG_KIND = ("num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret")
 
@@ -208,24 +73,17 @@ def _trec_measure(name: str, params: Optional[str]) -> Measure:
     printable = None
     cuts: tuple = ()
     pairs: tuple = ()
-    if style == "lcut":
+    if style in ("lcut", "dcut"):  # integer cutoffs, or float ones printed %3.2f
+        whole = style == "lcut"
         cuts = tuple(default)
         if params is not None:
-            values = sorted(_atol(p) for p in params.split(","))
-            if values[0] <= 0:
+            values = sorted((_atol if whole else _atof)(p) for p in params.split(","))
+            if whole and values[0] <= 0:
                 raise MeasureError(f"{name}.{params}: cutoffs must be positive")
             if len(set(values)) != len(values):
                 raise MeasureError(f"{name}.{params}: duplicate cutoffs")
             cuts = tuple(values)
-        names = tuple(f"{name}_{c}" for c in cuts)
-    elif style == "dcut":
-        cuts = tuple(default)
-        if params is not None:
-            values = sorted(_atof(p) for p in params.split(","))
-            if len(set(values)) != len(values):
-                raise MeasureError(f"{name}.{params}: duplicate cutoffs")
-            cuts = tuple(values)
-        names = tuple(f"{name}_{c:3.2f}" for c in cuts)
+        names = tuple(f"{name}_{c}" if whole else f"{name}_{c:3.2f}" for c in cuts)
     elif style == "dparams":
         cuts = tuple(default)
         if params is not None:
