@@ -16,7 +16,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxrank.ranking.ranks import PositionFn, Ranks
-from jaxrank.ranking.smooth import _check_units, _in_units, _inputs, _optional_positive, _positive, _reduce, soft_cutoff
+from jaxrank.ranking.smooth import _check_units, _inputs, _optional_positive, _positive, _reduce, soft_cutoff
 
 # The pairwise kernel of ``approx`` works on blocks of rows: at most this many
 # pair terms per block for the whole batch, and at most _PAIRS_PER_LIST per
@@ -243,10 +243,16 @@ class ApproxRanker:
 
     smooth = True
 
+    def __post_init__(self):
+        object.__setattr__(self, "temperature", _positive(self.temperature, "temperature"))
+        object.__setattr__(
+            self, "cutoff_temperature", _optional_positive(self.cutoff_temperature, "cutoff_temperature")
+        )
+        _check_units(self.units)
+
     def __call__(self, scores, where=None, *, depth: Optional[int] = None) -> ApproxRanks:
         del depth  # every rank depends on every score
-        s, valid = _inputs(scores, where)
-        s = _in_units(s, valid, self.units)
+        s, valid = _inputs(scores, where, self.units)
         ranks = 1 + _pairwise_rows("above", s, valid, valid, self.temperature)
         tau = self.temperature if self.cutoff_temperature is None else self.cutoff_temperature
         return ApproxRanks(ranks=ranks, valid=valid, scores=s, temperature=self.temperature, tau=tau)
@@ -270,8 +276,7 @@ def approx(temperature: float = 1.0, *, cutoff_temperature: Optional[float] = No
     Args:
       temperature: :math:`T > 0`, in units of the list's score standard deviation
         (``units="std"``) or of the scores (``units="score"``); ranks become exact as
-        :math:`T \\to 0` on
-        tie-free scores.
+        :math:`T \\to 0` on tie-free scores.
       cutoff_temperature: :math:`\\tau` of the soft cutoff (in rank positions, before
         :meth:`~PointRanks.cutoff_width` widens it); default ``temperature``.
       units: ``"std"`` (scores divided by :func:`score_spread` first) or ``"score"``.
@@ -284,8 +289,4 @@ def approx(temperature: float = 1.0, *, cutoff_temperature: Optional[float] = No
       >>> round(float(jaxrank.ndcg(scores, labels, ranker=jaxrank.approx(1.0))), 3)
       0.531
     """
-    return ApproxRanker(
-        _positive(temperature, "temperature"),
-        _optional_positive(cutoff_temperature, "cutoff_temperature"),
-        _check_units(units),
-    )
+    return ApproxRanker(temperature, cutoff_temperature, units)

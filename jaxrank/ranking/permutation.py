@@ -17,7 +17,6 @@ from jaxrank.ranking.ranks import PositionFn, Ranks
 from jaxrank.ranking.smooth import (
     _check_units,
     _exclusive_cumprod,
-    _in_units,
     _inputs,
     _masked_logsumexp,
     _positive,
@@ -88,8 +87,9 @@ def _permutation_from_logits(logits: jax.Array, valid: jax.Array, sinkhorn: int)
 
 
 @dataclasses.dataclass(frozen=True)
-class NeuralSortRanker:
-    """NeuralSort relaxed permutation; see :func:`neuralsort`."""
+class _PermutationRanker:
+    """The shared call of the relaxed-permutation rankers: scores in units, then
+    ``logits[..., position, item]`` (each subclass's), row softmax and Sinkhorn."""
 
     temperature: float = 1.0
     sinkhorn: int = 0
@@ -97,18 +97,30 @@ class NeuralSortRanker:
 
     smooth = True
 
+    def __post_init__(self):
+        object.__setattr__(self, "temperature", _positive(self.temperature, "temperature"))
+        object.__setattr__(self, "sinkhorn", _checks.positive_int(self.sinkhorn, "sinkhorn", allow_zero=True))
+        _check_units(self.units)
+
     def __call__(self, scores, where=None, *, depth: Optional[int] = None) -> PermutationRanks:
         del depth
-        s, valid = _inputs(scores, where)
-        s = _in_units(s, valid, self.units)
+        s, valid = _inputs(scores, where, self.units)
+        logits = self._logits(s, valid) / self.temperature
+        return PermutationRanks(perm=_permutation_from_logits(logits, valid, self.sinkhorn), valid=valid)
+
+
+@dataclasses.dataclass(frozen=True)
+class NeuralSortRanker(_PermutationRanker):
+    """NeuralSort relaxed permutation; see :func:`neuralsort`."""
+
+    def _logits(self, s: jax.Array, valid: jax.Array) -> jax.Array:
         n = s.shape[-1]
         m = jnp.sum(valid, axis=-1, keepdims=True).astype(s.dtype)
         # the k = j term is 0: kept out of abs's kink, as in softsort
         others = valid[..., None, :] & ~jnp.eye(n, dtype=bool)
         spread = jnp.sum(jnp.where(others, jnp.abs(s[..., :, None] - s[..., None, :]), 0), -1)
         coef = m + 1 - 2 * jnp.arange(1, n + 1, dtype=s.dtype)  # [..., n] per position
-        logits = (coef[..., :, None] * s[..., None, :] - spread[..., None, :]) / self.temperature
-        return PermutationRanks(perm=_permutation_from_logits(logits, valid, self.sinkhorn), valid=valid)
+        return coef[..., :, None] * s[..., None, :] - spread[..., None, :]
 
 
 def neuralsort(temperature: float = 1.0, sinkhorn: int = 0, *, units: str = "std") -> NeuralSortRanker:
@@ -132,27 +144,14 @@ def neuralsort(temperature: float = 1.0, sinkhorn: int = 0, *, units: str = "std
       >>> round(float(jaxrank.ndcg(scores, labels, ranker=jaxrank.neuralsort(0.01))), 5)
       0.63093
     """
-    return NeuralSortRanker(
-        _positive(temperature, "temperature"),
-        _checks.positive_int(sinkhorn, "sinkhorn", allow_zero=True),
-        _check_units(units),
-    )
+    return NeuralSortRanker(temperature, sinkhorn, units)
 
 
 @dataclasses.dataclass(frozen=True)
-class SoftSortRanker:
+class SoftSortRanker(_PermutationRanker):
     """SoftSort relaxed permutation; see :func:`softsort`."""
 
-    temperature: float = 1.0
-    sinkhorn: int = 0
-    units: str = "std"
-
-    smooth = True
-
-    def __call__(self, scores, where=None, *, depth: Optional[int] = None) -> PermutationRanks:
-        del depth
-        s, valid = _inputs(scores, where)
-        s = _in_units(s, valid, self.units)
+    def _logits(self, s: jax.Array, valid: jax.Array) -> jax.Array:
         n = s.shape[-1]
         m = jnp.sum(valid, axis=-1, keepdims=True)
         order = argsort_descending(sort_key(lax.stop_gradient(s), valid))
@@ -160,8 +159,7 @@ class SoftSortRanker:
         # |s_j - s_j| of the item sorted at each position is 0 by definition: written as 0,
         # not left to abs's kink, whose side XLA's rounding of a fused s/spread can flip.
         own = order[..., :, None] == jnp.arange(n)
-        logits = -jnp.where(own, 0, jnp.abs(top[..., :, None] - s[..., None, :])) / self.temperature
-        return PermutationRanks(perm=_permutation_from_logits(logits, valid, self.sinkhorn), valid=valid)
+        return -jnp.where(own, 0, jnp.abs(top[..., :, None] - s[..., None, :]))
 
 
 def softsort(temperature: float = 1.0, sinkhorn: int = 0, *, units: str = "std") -> SoftSortRanker:
@@ -183,8 +181,4 @@ def softsort(temperature: float = 1.0, sinkhorn: int = 0, *, units: str = "std")
       >>> round(float(jaxrank.ndcg(scores, labels, ranker=jaxrank.softsort(0.01))), 5)
       0.63093
     """
-    return SoftSortRanker(
-        _positive(temperature, "temperature"),
-        _checks.positive_int(sinkhorn, "sinkhorn", allow_zero=True),
-        _check_units(units),
-    )
+    return SoftSortRanker(temperature, sinkhorn, units)

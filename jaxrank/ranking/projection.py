@@ -17,7 +17,7 @@ from jax import lax
 
 from jaxrank.ranking._backend import argsort_descending, inverse_permutation, sort_key, vary_like
 from jaxrank.ranking.pairwise import PointRanks
-from jaxrank.ranking.smooth import _check_units, _in_units, _inputs, _optional_positive, _positive
+from jaxrank.ranking.smooth import _check_units, _inputs, _optional_positive, _positive
 
 
 # softrank ---------------------------------------------------------------------------
@@ -237,10 +237,18 @@ class SoftRanker:
 
     smooth = True
 
+    def __post_init__(self):
+        object.__setattr__(self, "strength", _positive(self.strength, "strength"))
+        if self.regularization not in ("l2", "kl"):
+            raise ValueError(f"regularization must be 'l2' or 'kl', got {self.regularization!r}")
+        object.__setattr__(
+            self, "cutoff_temperature", _optional_positive(self.cutoff_temperature, "cutoff_temperature")
+        )
+        _check_units(self.units)
+
     def __call__(self, scores, where=None, *, depth: Optional[int] = None) -> SoftRanks:
         del depth
-        s, valid = _inputs(scores, where)
-        s = _in_units(s, valid, self.units)
+        s, valid = _inputs(scores, where, self.units)
         ranks = soft_ranks(s, valid, strength=self.strength, regularization=self.regularization)
         tau = self.strength if self.cutoff_temperature is None else self.cutoff_temperature
         return SoftRanks(ranks=ranks, valid=valid, scores=s, ranker=self, tau=tau)
@@ -283,11 +291,4 @@ def softrank(
       >>> round(float(jaxrank.ndcg(scores, labels, ranker=jaxrank.softrank(0.01))), 5)
       0.63093
     """
-    if regularization not in ("l2", "kl"):
-        raise ValueError(f"regularization must be 'l2' or 'kl', got {regularization!r}")
-    return SoftRanker(
-        _positive(strength, "strength"),
-        regularization,
-        _optional_positive(cutoff_temperature, "cutoff_temperature"),
-        _check_units(units),
-    )
+    return SoftRanker(strength, regularization, cutoff_temperature, units)

@@ -78,12 +78,14 @@ def _compute_dtype(dtype) -> jnp.dtype:
     return jnp.promote_types(dtype, jnp.float32)
 
 
-def _inputs(scores, where):
-    """Scores in a compute dtype with masked entries set to 0, and the mask."""
+def _inputs(scores, where, units: str = "score"):
+    """Scores in a compute dtype and in ``units`` (see :func:`score_spread`), with
+    masked entries set to 0, and the mask."""
     scores = _checks.scores(scores)
     valid = _checks.mask(where, scores.shape, broadcast=True)
     x = scores.astype(_compute_dtype(scores.dtype))
-    return jnp.where(valid, x, jnp.zeros((), x.dtype)), valid
+    x = jnp.where(valid, x, jnp.zeros((), x.dtype))
+    return (x if units == "score" else x / score_spread(x, valid)), valid
 
 
 _positive = _checks.positive
@@ -128,11 +130,6 @@ def score_spread(scores: jax.Array, where: Optional[jax.Array] = None) -> jax.Ar
     top = jnp.where(spread, top, 1)
     mean_square = jnp.where(spread, jnp.sum(jnp.square(dev / top), axis=-1, keepdims=True) / m_safe, 1)
     return jnp.where(spread, top * jnp.sqrt(mean_square), 1)
-
-
-def _in_units(s: jax.Array, valid: jax.Array, units: str) -> jax.Array:
-    """The masked compute-dtype scores in the ranker's units (masked entries stay 0)."""
-    return s if units == "score" else s / score_spread(s, valid)
 
 
 def _reduce(h: jax.Array, weights: jax.Array) -> jax.Array:
