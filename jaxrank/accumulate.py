@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrank import _checks
 from jaxrank.aggregate import EMPTIES, GMEAN_FLOOR
 from jaxrank.ranking import TIE_POLICIES, hard
 
@@ -100,45 +101,23 @@ def _select(columns, keep, measures) -> tuple[int, ...]:
 
 def _arrays(scores, labels, where, judgments, judgments_where):
     """Checked inputs, leading axes flattened: ([Q, n] x 3, [Q, m] x 2, batch shape)."""
-    scores = jnp.asarray(scores)
-    labels = jnp.asarray(labels)
-    if scores.ndim == 0:
-        raise ValueError("scores must have at least one axis (the list), got a scalar")
-    if not jnp.issubdtype(scores.dtype, jnp.floating):
-        raise ValueError(f"scores must be floating point, got {scores.dtype}")
-    if labels.shape != scores.shape:
-        raise ValueError(f"labels must have the shape of scores {scores.shape}, got {labels.shape}")
+    scores = _checks.scores(scores)
+    labels = _checks.same_shape(labels, scores.shape, "labels")
+    where = _checks.mask(where, scores.shape)
+    judg, jmask = _checks.judgments(judgments, judgments_where, scores.shape)
     batch, n = scores.shape[:-1], scores.shape[-1]
     # at least the default float: bfloat16 scores rank exactly after an exact upcast
     fdtype = jnp.promote_types(scores.dtype, jnp.result_type(float))
     scores = scores.astype(fdtype).reshape(-1, n)
     labels = labels.astype(fdtype).reshape(-1, n)
-    if where is None:
-        where = jnp.ones(scores.shape, bool)
-    else:
-        where = jnp.asarray(where)
-        if where.shape != batch + (n,):
-            raise ValueError(f"where must have the shape of scores {batch + (n,)}, got {where.shape}")
-        where = where.astype(bool).reshape(-1, n)
+    where = where.reshape(-1, n)
     # trec_eval's relevance codes: -1 absent from the qrels, -2 judged with a negative rel
     rr = jnp.where((labels < 0) & (labels != -1), -2.0, labels)
-    if judgments is None:
-        if judgments_where is not None:
-            raise ValueError("judgments_where was given without judgments")
-        judg, jmask = jnp.where(where, rr, -1.0), where  # the list is complete
+    if judg is None:  # the list is complete
+        judg, jmask = jnp.where(where, rr, -1.0), where
     else:
-        judg = jnp.asarray(judgments)
-        if judg.ndim != len(batch) + 1 or judg.shape[:-1] != batch:
-            raise ValueError(f"judgments must have shape {batch} + (m,), got {judg.shape}")
         m = judg.shape[-1]
-        judg = judg.astype(fdtype).reshape(-1, m)
-        if judgments_where is None:
-            jmask = jnp.ones(judg.shape, bool)
-        else:
-            jmask = jnp.asarray(judgments_where)
-            if jmask.shape != batch + (m,):
-                raise ValueError(f"judgments_where must have the shape of judgments {batch + (m,)}, got {jmask.shape}")
-            jmask = jmask.astype(bool).reshape(-1, m)
+        judg, jmask = judg.astype(fdtype).reshape(-1, m), jmask.reshape(-1, m)
     return scores, rr, where, judg, jmask, batch
 
 

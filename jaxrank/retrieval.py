@@ -21,7 +21,6 @@ Memory and sharding are described in ``docs/scale.md``.
 
 from __future__ import annotations
 
-import numbers
 from functools import partial
 from typing import Optional, Union
 
@@ -30,6 +29,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jax.sharding import NamedSharding, PartitionSpec
+
+from jaxrank import _checks
 
 Array = jax.Array
 AxisName = Union[str, tuple[str, ...]]
@@ -49,25 +50,20 @@ def _default_block(num_queries: int, k: int) -> int:
 
 
 def _check_search_args(queries, corpus, k, block_size, recall_target):
-    if queries.ndim != 2:
-        raise ValueError(f"queries must have shape [Q, d], got {queries.shape}")
-    if corpus.ndim != 2:
-        raise ValueError(f"corpus must have shape [N, d], got {corpus.shape}")
+    for name, x, shape in (("queries", queries, "[Q, d]"), ("corpus", corpus, "[N, d]")):
+        if x.ndim != 2:
+            raise ValueError(f"{name} must have shape {shape}, got {x.shape}")
+        if not jnp.issubdtype(x.dtype, jnp.floating):
+            raise ValueError(f"{name} must be floating point, got {x.dtype}")
     if queries.shape[1] != corpus.shape[1]:
         raise ValueError(
             f"queries and corpus must share the embedding size d, got {queries.shape[1]} and {corpus.shape[1]}"
         )
-    for name, x in (("queries", queries), ("corpus", corpus)):
-        if not jnp.issubdtype(x.dtype, jnp.floating):
-            raise ValueError(f"{name} must be floating point, got {x.dtype}")
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k <= 0:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
-    if block_size is not None and (
-        isinstance(block_size, bool) or not isinstance(block_size, numbers.Integral) or block_size <= 0
-    ):
-        raise ValueError(f"block_size must be a positive integer or None, got {block_size!r}")
-    if recall_target is not None and not (isinstance(recall_target, numbers.Real) and 0 < recall_target <= 1):
-        raise ValueError(f"recall_target must be in (0, 1] or None, got {recall_target!r}")
+    _checks.positive_int(k, "k")
+    if block_size is not None:
+        _checks.positive_int(block_size, "block_size")
+    if recall_target is not None:
+        _checks.in_range(recall_target, "recall_target", 0, 1, closed_high=True)
     if corpus.shape[0] >= np.iinfo(np.int32).max:
         raise ValueError(f"corpus has {corpus.shape[0]} rows; ids are int32")
 
@@ -321,20 +317,12 @@ def join(ids, judged_ids, judged_labels, judged_where=None) -> tuple[Array, Arra
         raise ValueError(f"ids must have shape [Q, k], got {ids.shape}")
     if judged_ids.ndim != 2 or judged_ids.shape[0] != ids.shape[0]:
         raise ValueError(f"judged_ids must have shape [{ids.shape[0]}, m], got {judged_ids.shape}")
-    if judged_labels.shape != judged_ids.shape:
-        raise ValueError(
-            f"judged_labels must have the shape of judged_ids {judged_ids.shape}, got {judged_labels.shape}"
-        )
+    _checks.same_shape(judged_labels, judged_ids.shape, "judged_labels", "judged_ids")
     for name, x in (("ids", ids), ("judged_ids", judged_ids)):
         if not jnp.issubdtype(x.dtype, jnp.integer):
             raise ValueError(f"{name} must be integers, got {x.dtype}")
     if judged_where is not None:
-        judged_where = jnp.asarray(judged_where)
-        if judged_where.shape != judged_ids.shape:
-            raise ValueError(
-                f"judged_where must have the shape of judged_ids {judged_ids.shape}, got {judged_where.shape}"
-            )
-        judged_where = judged_where.astype(bool)
+        judged_where = _checks.same_shape(judged_where, judged_ids.shape, "judged_where", "judged_ids").astype(bool)
     by_sort = ids.shape[1] * judged_ids.shape[1] > _COMPARE_MAX
     return _join_jit(ids, judged_ids, judged_labels, judged_where, by_sort)
 

@@ -1,10 +1,34 @@
-"""Pieces two peers share."""
+"""Pieces the peer modules share: the tie policies they use, array conversion, checks."""
 
 from __future__ import annotations
 
-import jax.numpy as jnp
+from typing import Optional
 
-from jaxrank import metrics
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxrank import _checks, metrics
+from jaxrank.ranking import hard
+
+Array = jax.Array
+
+# Ties in input order (peers that sort with an unspecified order among ties) and ties
+# averaged (peers that define the metric over tied scores).
+STABLE = hard("stable")
+EXPECTED = hard("expected")
+
+
+def as_array(x) -> Array:
+    """``x`` as a JAX array; a ``jax.Array`` (or a tracer) is kept as it is."""
+    return x if isinstance(x, jax.Array) else jnp.asarray(np.asarray(x))
+
+
+def cutoff(k, name: str = "k") -> Optional[int]:
+    """None or a positive Python integer (bools refused)."""
+    if k is not None and not (_checks._is_int(k) and k > 0):
+        raise ValueError(f"{name} must be a positive integer or None, got {k!r}")
+    return None if k is None else int(k)
 
 
 def average_precision_over_retrieved(scores, labels, *, k, where, ranker):

@@ -30,31 +30,24 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrank import metrics
-from jaxrank.ranking import hard
+from jaxrank.compat._common import EXPECTED, STABLE, as_array, cutoff
 
 Array = jax.Array
-
-_STABLE = hard("stable")
-_EXPECTED = hard("expected")
-
-
-def _array(x) -> Array:
-    return x if isinstance(x, jax.Array) else jnp.asarray(np.asarray(x))
 
 
 @partial(jax.jit, static_argnames=("max_fpr",))
 def _roc_auc(scores, labels, max_fpr):
-    return metrics.roc_auc(scores, labels, max_fpr=max_fpr, ranker=_EXPECTED)
+    return metrics.roc_auc(scores, labels, max_fpr=max_fpr, ranker=EXPECTED)
 
 
 @jax.jit
 def _average_precision(scores, labels):
-    return metrics.average_precision(scores, labels, threshold_ties=True, ranker=_STABLE)
+    return metrics.average_precision(scores, labels, threshold_ties=True, ranker=STABLE)
 
 
 def _columns(y_true, y_score, average) -> tuple[Array, Array]:
     """``[n]`` or ``[n, L]`` inputs as lists ``[..., n]`` (one per label)."""
-    y_true, y_score = _array(y_true), _array(y_score)
+    y_true, y_score = as_array(y_true), as_array(y_score)
     if y_true.shape != y_score.shape or y_true.ndim not in (1, 2):
         raise ValueError(
             f"y_true and y_score must have one shape, [n] or [n, n_labels]; got {y_true.shape} and {y_score.shape}"
@@ -91,7 +84,7 @@ def roc_auc_score(y_true, y_score, *, average: Optional[str] = "macro", max_fpr:
         if np.any((positives == 0) | (positives == labels.shape[-1])):
             raise ValueError("Only one class present in y_true. ROC AUC score is not defined in that case.")
     values = _roc_auc(scores, labels, max_fpr=None if max_fpr == 1 else max_fpr)
-    return _average(values, _array(y_true), average)
+    return _average(values, as_array(y_true), average)
 
 
 def average_precision_score(y_true, y_score, *, average: Optional[str] = "macro") -> Array:
@@ -107,11 +100,11 @@ def average_precision_score(y_true, y_score, *, average: Optional[str] = "macro"
     """
     labels, scores = _columns(y_true, y_score, average)
     values = _average_precision(scores, labels)
-    return _average(values, _array(y_true), average)
+    return _average(values, as_array(y_true), average)
 
 
 def _rows(y_true, y_score, k, log_base, sample_weight):
-    y_true, y_score = _array(y_true), _array(y_score)
+    y_true, y_score = as_array(y_true), as_array(y_score)
     if y_true.ndim != 2:
         raise ValueError(
             "Only ('multilabel-indicator', 'continuous-multioutput', 'multiclass-multioutput') formats are supported."
@@ -119,11 +112,10 @@ def _rows(y_true, y_score, k, log_base, sample_weight):
         )
     if y_true.shape != y_score.shape:
         raise ValueError(f"Input arrays use different shapes: {y_true.shape} and {y_score.shape}")
-    if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0):
-        raise ValueError(f"k must be a positive integer or None, got {k!r}")
+    cutoff(k)
     if not (log_base > 1):
         raise ValueError(f"log_base must be greater than 1, got {log_base!r}")
-    weights = None if sample_weight is None else _array(sample_weight).astype(jnp.result_type(float))
+    weights = None if sample_weight is None else as_array(sample_weight).astype(jnp.result_type(float))
     if weights is not None and weights.shape != y_true.shape[:1]:
         raise ValueError(f"sample_weight must have shape ({y_true.shape[0]},), got {weights.shape}")
     return y_true.astype(jnp.result_type(float)), y_score.astype(jnp.result_type(float)), weights
@@ -139,9 +131,9 @@ def _dcg_like(metric, y_true, y_score, k, log_base, sample_weight, ignore_ties):
 @partial(jax.jit, static_argnames=("metric", "k", "log_base", "ignore_ties"))
 def _dcg_rows(labels, scores, weights, *, metric, k, log_base, ignore_ties):
     if ignore_ties:  # by decreasing index among ties: stable ranks of the reversed rows
-        labels, scores, ranker = labels[:, ::-1], scores[:, ::-1], _STABLE
+        labels, scores, ranker = labels[:, ::-1], scores[:, ::-1], STABLE
     else:
-        ranker = _EXPECTED
+        ranker = EXPECTED
     scale = math.log(log_base)
     values = metric(scores, labels, k=k, ranker=ranker, gain=lambda y: y, discount=lambda pos: scale / jnp.log1p(pos))
     return jnp.average(values, weights=weights)
@@ -170,7 +162,7 @@ def ndcg_score(y_true, y_score, *, k: Optional[int] = None, sample_weight=None, 
       >>> round(float(ndcg_score([[10, 0, 0, 1, 5]], [[0.1, 0.2, 0.3, 4, 70]], k=1)), 4)
       0.5
     """
-    y_true = _array(y_true)
+    y_true = as_array(y_true)
     if not isinstance(y_true, jax.core.Tracer) and bool(jnp.any(y_true < 0)):
         raise ValueError("ndcg_score should not be used on negative y_true values.")
     if y_true.ndim == 2 and y_true.shape[1] <= 1:

@@ -24,19 +24,14 @@ from typing import Optional
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from jaxrank import metrics
+from jaxrank.compat._common import STABLE, as_array
 from jaxrank.ranking import hard
 
 Array = jax.Array
 
-_STABLE = hard("stable")
 _OPTIMISTIC = hard("optimistic")
-
-
-def _array(x) -> Array:
-    return x if isinstance(x, jax.Array) else jnp.asarray(np.asarray(x))
 
 
 def _param_check(k: Optional[int], limit_k_to_size: bool) -> None:
@@ -47,7 +42,7 @@ def _param_check(k: Optional[int], limit_k_to_size: bool) -> None:
 
 
 def _lists(input, target, num_tasks: int) -> tuple[Array, Array]:
-    input, target = _array(input), _array(target)
+    input, target = as_array(input), as_array(target)
     if input.shape != target.shape:
         raise ValueError(
             f"input and target must be of the same shape, got input.shape={input.shape} and target.shape={target.shape}."
@@ -81,7 +76,7 @@ def retrieval_recall(
     """
     _param_check(k, limit_k_to_size)
     input, target = _lists(input, target, num_tasks)
-    hits = metrics.num_rel_ret(input, target, k=k, ranker=_STABLE)
+    hits = metrics.num_rel_ret(input, target, k=k, ranker=STABLE)
     return hits / jnp.sum(target, axis=-1)
 
 
@@ -100,11 +95,11 @@ def retrieval_precision(
     """
     _param_check(k, limit_k_to_size)
     input, target = _lists(input, target, num_tasks)
-    return metrics.precision(input, target, k=k, adaptive=limit_k_to_size, ranker=_STABLE)
+    return metrics.precision(input, target, k=k, adaptive=limit_k_to_size, ranker=STABLE)
 
 
 def _classes(input, target) -> tuple[Array, Array]:
-    input, target = _array(input), _array(target)
+    input, target = as_array(input), as_array(target)
     if target.ndim != 1:
         raise ValueError(f"target should be a one-dimensional tensor, got shape {target.shape}.")
     if input.ndim != 2:
