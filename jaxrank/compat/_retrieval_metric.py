@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from functools import partial
 from typing import Literal, Optional, Union
 
 import jax
@@ -51,7 +50,7 @@ _SETTINGS = {
     "top_k": check_top_k,
     "adaptive_k": check_adaptive,
     "max_fpr": check_max_fpr,
-    "max_k": partial(check_top_k, name="max_k"),
+    "max_k": functools.partial(check_top_k, name="max_k"),
 }
 
 
@@ -190,7 +189,7 @@ class RetrievalMetric:
         """Check the static settings, keep them as attributes, and bind them into the kernel."""
         for name, value in settings.items():
             setattr(self, name, _SETTINGS[name](value))
-        self._kernel = partial(compiled(kernel), **{name: getattr(self, name) for name in settings})
+        self._kernel = functools.partial(compiled(kernel), **{name: getattr(self, name) for name in settings})
 
     def _grouped(self):
         if not self._preds:
