@@ -360,23 +360,26 @@ def evaluate(
         per_query: also return the value of each query.
         as_frame: return a pandas DataFrame (queries and ``all`` as rows, measures as columns).
         **options: the options below, by keyword, passed on to :func:`report` (which
-            declares them with their types and defaults).
-        complete: trec_eval ``-c``: average over every query of the qrels (a query missing
-            from the run scores as trec_eval 10 scores it: 0 for nearly every measure).
-        max_docs: trec_eval ``-M``: evaluate only the first ``max_docs`` documents per query.
-        rel_level: trec_eval ``-l``: a rel >= ``rel_level`` is relevant (gains of nDCG-style
-            measures use the rels themselves).
-        judged_only: trec_eval ``-J``: drop retrieved documents that are not judged.
-        num_docs: trec_eval ``-N``: documents in the collection (``utility``).
+            declares them with their types).
+        complete: (default False) trec_eval ``-c``: average over every query of the qrels (a
+            query missing from the run scores as trec_eval 10 scores it: 0 for nearly every
+            measure).
+        max_docs: (default None: all) trec_eval ``-M``: evaluate only the first ``max_docs``
+            documents per query.
+        rel_level: (default 1) trec_eval ``-l``: a rel >= ``rel_level`` is relevant (gains of
+            nDCG-style measures use the rels themselves).
+        judged_only: (default False) trec_eval ``-J``: drop retrieved documents that are not
+            judged.
+        num_docs: (default 0) trec_eval ``-N``: documents in the collection (``utility``).
         version: ``"10"`` (trec_eval 10.0, default) or ``"9"`` (trec_eval 9.x as bundled in
             pytrec_eval: different recall cutoffs in ``iprec_at_recall``/``11pt_avg``,
             scores compared as float32).
-        queries: which queries are evaluated and averaged. ``"run"`` (the default, plain
-            trec_eval): the qrels' queries that the run has; run queries without judgments
-            are skipped, and so are qrels queries without results (where trec_eval stops
-            with exit status 4). ``"qrels"`` (``trec_eval -c``, ir_measures, ranx): every
-            query of the qrels, those missing from the run scoring 0; the same as
-            ``complete=True``.
+        queries: (default None: ``"run"``, or ``"qrels"`` with ``complete``) which queries
+            are evaluated and averaged. ``"run"`` (plain trec_eval): the qrels' queries that
+            the run has; run queries without judgments are skipped, and so are qrels queries
+            without results (where trec_eval stops with exit status 4). ``"qrels"``
+            (``trec_eval -c``, ir_measures, ranx): every query of the qrels, those missing
+            from the run scoring 0; the same as ``complete=True``.
 
     Returns:
         ``{measure: value}`` over all queries; with ``per_query``,
