@@ -252,8 +252,7 @@ def report(
     queries: Optional[str] = None,
     before_run: Optional[Callable[[Plan, trec.Qrels], Optional[tuple]]] = None,
 ) -> Report:
-    """Evaluate and keep everything: see :func:`evaluate` for the arguments (the options
-    after ``measures`` are :func:`evaluate`'s ``**options``).
+    """Evaluate and keep everything: see :func:`evaluate` for the arguments.
 
     ``before_run(plan, qrels)``, when given and the run is still to be read, is called
     before the run is read and returns a batch shape it started compiling for (or None):
@@ -344,8 +343,14 @@ def evaluate(
     measures: Measures = None,
     *,
     per_query: bool = False,
+    complete: bool = False,
+    max_docs: Optional[int] = None,
+    rel_level: int = 1,
+    judged_only: bool = False,
+    num_docs: int = 0,
+    version: str = "10",
     as_frame: bool = False,
-    **options: Any,
+    queries: Optional[str] = None,
 ):
     """Evaluate a run against qrels, as trec_eval does.
 
@@ -358,28 +363,23 @@ def evaluate(
         measures: measure strings, trec_eval's (``"map"``, ``"P.5,10"``, ``"all_trec"``) or
             ir_measures' (``"nDCG@10"``, ``"P(rel=2)@5"``); None: trec_eval's default set.
         per_query: also return the value of each query.
-        as_frame: return a pandas DataFrame (queries and ``all`` as rows, measures as columns).
-        **options: the options below, by keyword, passed on to :func:`report` (which
-            declares them with their types).
-        complete: (default False) trec_eval ``-c``: average over every query of the qrels (a
-            query missing from the run scores as trec_eval 10 scores it: 0 for nearly every
-            measure).
-        max_docs: (default None: all) trec_eval ``-M``: evaluate only the first ``max_docs``
-            documents per query.
-        rel_level: (default 1) trec_eval ``-l``: a rel >= ``rel_level`` is relevant (gains of
-            nDCG-style measures use the rels themselves).
-        judged_only: (default False) trec_eval ``-J``: drop retrieved documents that are not
-            judged.
-        num_docs: (default 0) trec_eval ``-N``: documents in the collection (``utility``).
+        complete: trec_eval ``-c``: average over every query of the qrels (a query missing
+            from the run scores as trec_eval 10 scores it: 0 for nearly every measure).
+        max_docs: trec_eval ``-M``: evaluate only the first ``max_docs`` documents per query.
+        rel_level: trec_eval ``-l``: a rel >= ``rel_level`` is relevant (gains of nDCG-style
+            measures use the rels themselves).
+        judged_only: trec_eval ``-J``: drop retrieved documents that are not judged.
+        num_docs: trec_eval ``-N``: documents in the collection (``utility``).
         version: ``"10"`` (trec_eval 10.0, default) or ``"9"`` (trec_eval 9.x as bundled in
             pytrec_eval: different recall cutoffs in ``iprec_at_recall``/``11pt_avg``,
             scores compared as float32).
-        queries: (default None: ``"run"``, or ``"qrels"`` with ``complete``) which queries
-            are evaluated and averaged. ``"run"`` (plain trec_eval): the qrels' queries that
-            the run has; run queries without judgments are skipped, and so are qrels queries
-            without results (where trec_eval stops with exit status 4). ``"qrels"``
-            (``trec_eval -c``, ir_measures, ranx): every query of the qrels, those missing
-            from the run scoring 0; the same as ``complete=True``.
+        as_frame: return a pandas DataFrame (queries and ``all`` as rows, measures as columns).
+        queries: which queries are evaluated and averaged. ``"run"`` (the default, plain
+            trec_eval): the qrels' queries that the run has; run queries without judgments
+            are skipped, and so are qrels queries without results (where trec_eval stops
+            with exit status 4). ``"qrels"`` (``trec_eval -c``, ir_measures, ranx): every
+            query of the qrels, those missing from the run scoring 0; the same as
+            ``complete=True``.
 
     Returns:
         ``{measure: value}`` over all queries; with ``per_query``,
@@ -404,7 +404,19 @@ def evaluate(
         >>> round(jaxrank.evaluate(qrels, run, "map", queries="qrels")["map"], 4)  # scores 0
         0.4167
     """
-    rep = report(qrels, run, measures, **options)
+    # the options are spelled out (not **options) so that help() and IDEs show them
+    rep = report(
+        qrels,
+        run,
+        measures,
+        complete=complete,
+        max_docs=max_docs,
+        rel_level=rel_level,
+        judged_only=judged_only,
+        num_docs=num_docs,
+        version=version,
+        queries=queries,
+    )
     if as_frame:
         return rep.to_frame(per_query)
     return rep.to_dict(per_query)
