@@ -22,15 +22,11 @@ Conventions shared by every metric (see ``docs/conventions.rst``):
   to share one ranking pass between several metrics.
 """
 
-from jaxrank.metrics._common import log2_discount
+from jaxrank.metrics._common import log2_discount as log2_discount  # a helper
 from jaxrank.metrics.correlation import kendall_tau, spearman
 from jaxrank.metrics.counts import num_rel, num_rel_ret, num_ret
-from jaxrank.metrics.curves import (
-    precision_recall_curve,
-    recall_at_fixed_precision,
-    recall_at_precision_from_curve,
-    roc_auc,
-)
+from jaxrank.metrics.curves import precision_recall_curve, recall_at_fixed_precision, roc_auc
+from jaxrank.metrics.curves import recall_at_precision_from_curve as recall_at_precision_from_curve  # a helper
 from jaxrank.metrics.ir import (
     average_precision,
     dcg,
@@ -46,6 +42,7 @@ from jaxrank.metrics.ir import (
 )
 from jaxrank.metrics.sets import graded_average_precision, pr_auc, set_precision, set_recall
 
+# The metrics (helpers, imported "as" themselves above, are not): jaxrank exports this list.
 __all__ = [
     "average_precision",
     "dcg",
@@ -53,7 +50,6 @@ __all__ = [
     "fallout",
     "graded_average_precision",
     "kendall_tau",
-    "log2_discount",
     "ndcg",
     "num_rel",
     "num_rel_ret",
@@ -65,7 +61,6 @@ __all__ = [
     "rbp",
     "recall",
     "recall_at_fixed_precision",
-    "recall_at_precision_from_curve",
     "reciprocal_rank",
     "roc_auc",
     "set_precision",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Optional, Union
+from typing import NamedTuple, Optional, Union
 
 import jax
 import jax.numpy as jnp
@@ -56,13 +56,6 @@ def ranks(ranker, scores, where, depth: Optional[int]) -> Ranks:
     return ranker(scores, where, depth=depth)
 
 
-def finish(values: Array, k: Cutoff) -> Array:
-    """Drop the cutoff axis unless ``k`` was a sequence."""
-    if not isinstance(k, (list, tuple)):
-        return values[..., 0]
-    return values
-
-
 def weights(r: Ranks, ks: Optional[tuple[int, ...]], per_position: Callable[[Array], Array]):
     """``f(pos) = per_position(pos) * [pos <= k]`` for every cutoff, as ``[..., P, C]``."""
 
@@ -73,6 +66,58 @@ def weights(r: Ranks, ks: Optional[tuple[int, ...]], per_position: Callable[[Arr
         return base * r.cutoff(pos[..., None], jnp.asarray(ks, pos.dtype))
 
     return f
+
+
+def ones(x):
+    return jnp.ones_like(x)
+
+
+def inverse(pos):
+    return 1.0 / pos
+
+
+class Prepared(NamedTuple):
+    """A metric's checked inputs and the ranks it asked for (see :func:`prepare`)."""
+
+    ks: Optional[tuple[int, ...]]
+    many: bool  # ``k`` was a sequence: the result keeps its cutoff axis
+    scores: Array
+    labels: Array
+    valid: Array
+    judgments: Optional[Array]
+    jvalid: Optional[Array]
+    ranks: Optional[Ranks]
+
+    def relevant(self, rel) -> Array:
+        return relevant(self.labels, self.valid, rel)
+
+    def num_relevant(self, rel) -> Array:
+        return num_relevant(self.labels, self.valid, self.judgments, self.jvalid, rel)
+
+    def weights(self, per_position: Callable[[Array], Array] = ones):
+        return weights(self.ranks, self.ks, per_position)
+
+    def at_cutoffs(self, values: Array, per_position: Callable[[Array], Array] = ones) -> Array:
+        """:math:`\\sum_i v_i\\, f(r_i)\\, [r_i \\le k]` for every cutoff, ``[..., C]``
+        (``f`` defaults to 1)."""
+        return self.ranks.linear(values, self.weights(per_position))
+
+    def finish(self, values: Array) -> Array:
+        """Drop the cutoff axis unless ``k`` was a sequence."""
+        return values if self.many else values[..., 0]
+
+
+def prepare(scores, labels, k, where, ranker, judgments, judgments_where, *, full=False, rank=True) -> Prepared:
+    """Every metric's prologue: the cutoffs of ``k``, the checked inputs (:func:`inputs`),
+    and ``ranker``'s ranks over the first ``max(k)`` positions (all of them without
+    ``k`` or with ``full``; none with ``rank=False``)."""
+    ks = cutoffs(k)
+    scores, labels, valid, judgments, jvalid = inputs(scores, labels, where, judgments, judgments_where)
+    # The unchecked ``where`` object goes to the ranker: hard() finds the ranks of an
+    # earlier metric of the same trace by its identity.
+    depth = None if full or ks is None else max(ks)
+    r = ranks(ranker, scores, where, depth) if rank else None
+    return Prepared(ks, isinstance(k, (list, tuple)), scores, labels, valid, judgments, jvalid, r)
 
 
 def relevant(labels: Array, valid: Array, rel) -> Array:
@@ -89,14 +134,6 @@ def safe_divide(num: Array, den: Array) -> Array:
     """``num / den``, 0 where ``den`` is 0; ``den`` lacks ``num``'s last axis or matches it."""
     den = jnp.broadcast_to(den, num.shape) if den.ndim == num.ndim else den[..., None]
     return jnp.where(den > 0, num / jnp.where(den > 0, den, 1), 0.0)
-
-
-def ones(x):
-    return jnp.ones_like(x)
-
-
-def inverse(pos):
-    return 1.0 / pos
 
 
 def item_values(r: Ranks, f: Callable[[Array], Array], g: Array) -> Array:

@@ -19,16 +19,15 @@ def _both_ranks(scores, labels, where, ranker, judgments, judgments_where):
     """Per-item ranks of the scores (by ``ranker``) and average ranks of the labels,
     both descending, and the mask; exact ranks are multiples of 1/2 and are rounded
     to them (the backward pass that reads them off sums in floats)."""
-    scores, labels, valid, _, _ = _c.inputs(scores, labels, where, judgments, judgments_where)
-    by_label = _c.EXPECTED_RANKER(labels, valid, depth=None)
-    zeros = jnp.zeros(labels.shape, labels.dtype)
+    p = _c.prepare(scores, labels, None, where, ranker, judgments, judgments_where)
+    by_label = _c.EXPECTED_RANKER(p.labels, p.valid, depth=None)
+    zeros = jnp.zeros(p.labels.shape, p.labels.dtype)
     label_ranks = jnp.round(2 * _c.item_values(by_label, _identity, zeros)) / 2
-    r = _c.ranks(ranker, scores, where, None)
     # a tie policy that orders a group by the item weight orders it by the label
-    score_ranks = _c.item_values(r, _identity, -label_ranks)
-    if not r.smooth:
+    score_ranks = _c.item_values(p.ranks, _identity, -label_ranks)
+    if not p.ranks.smooth:
         score_ranks = jnp.round(2 * score_ranks) / 2
-    return score_ranks, label_ranks, valid
+    return score_ranks, label_ranks, p.valid
 
 
 def spearman(

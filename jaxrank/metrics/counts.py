@@ -30,10 +30,8 @@ def num_ret(
       >>> int(jaxrank.num_ret([0.3, 0.2, 0.1], [1, 0, 0], k=2))
       2
     """
-    ks = _c.cutoffs(k)
-    scores, labels, valid, _, _ = _c.inputs(scores, labels, where, judgments, judgments_where)
-    ranks = _c.ranks(ranker, scores, where, None if ks is None else max(ks))
-    return _c.finish(ranks.linear(valid.astype(labels.dtype), _c.weights(ranks, ks, _c.ones)), k)
+    p = _c.prepare(scores, labels, k, where, ranker, judgments, judgments_where)
+    return p.finish(p.at_cutoffs(p.valid.astype(p.labels.dtype)))
 
 
 def num_rel(
@@ -58,9 +56,7 @@ def num_rel(
       >>> int(jaxrank.num_rel([0.3, 0.2], [1, 0], judgments=[1, 2, 0, 1]))
       3
     """
-    _c.cutoffs(k)
-    scores, labels, valid, judgments, jvalid = _c.inputs(scores, labels, where, judgments, judgments_where)
-    return _c.num_relevant(labels, valid, judgments, jvalid, rel)
+    return _c.prepare(scores, labels, k, where, ranker, judgments, judgments_where, rank=False).num_relevant(rel)
 
 
 def num_rel_ret(
@@ -85,7 +81,5 @@ def num_rel_ret(
       >>> int(jaxrank.num_rel_ret([0.3, 0.2, 0.1], [0, 1, 1], k=2))
       1
     """
-    ks = _c.cutoffs(k)
-    scores, labels, valid, _, _ = _c.inputs(scores, labels, where, judgments, judgments_where)
-    ranks = _c.ranks(ranker, scores, where, None if ks is None else max(ks))
-    return _c.finish(ranks.linear(_c.relevant(labels, valid, rel), _c.weights(ranks, ks, _c.ones)), k)
+    p = _c.prepare(scores, labels, k, where, ranker, judgments, judgments_where)
+    return p.finish(p.at_cutoffs(p.relevant(rel)))

@@ -72,22 +72,26 @@ def precision_recall_curve(
       >>> [float(v) for v in p], [float(v) for v in r], [int(v) for v in top_k]
       ([1.0, 0.5], [0.5, 0.5], [1, 2])
     """
-    scores, labels, valid, judgments, jvalid = _c.inputs(scores, labels, where, judgments, judgments_where)
+    return _curves(scores, labels, max_k, adaptive_k, where, rel, ranker, judgments, judgments_where)
+
+
+def _curves(scores, labels, max_k, adaptive_k, where, rel, ranker, judgments, judgments_where):
+    max_k = None if max_k is None else _checks.positive_int(max_k, "max_k")
     adaptive_k = _checks.boolean(adaptive_k, "adaptive_k")
-    n = scores.shape[-1]
-    big_k = n if max_k is None else _checks.positive_int(max_k, "max_k")
+    # ranks of the first max_k positions (all of them without max_k)
+    p = _c.prepare(scores, labels, max_k, where, ranker, judgments, judgments_where)
+    n = p.scores.shape[-1]
+    big_k = n if max_k is None else max_k
     depth = min(big_k, n)
-    r = _c.ranks(ranker, scores, where, depth if depth < n else None)
-    relevant = _c.relevant(labels, valid, rel)
-    hits = _curve(r, relevant, depth)
+    hits = _curve(p.ranks, p.relevant(rel), depth)
     if big_k > depth:  # cutoffs past the padded length keep the last count
         hits = jnp.concatenate([hits, jnp.repeat(hits[..., -1:], big_k - depth, axis=-1)], axis=-1)
     top_k = jnp.arange(1, big_k + 1)
     retrieved = top_k.astype(hits.dtype)
     if adaptive_k:
-        retrieved = jnp.minimum(retrieved, row_sum(valid, keepdims=True).astype(hits.dtype))
+        retrieved = jnp.minimum(retrieved, row_sum(p.valid, keepdims=True).astype(hits.dtype))
     precision = _c.safe_divide(hits, jnp.broadcast_to(retrieved, hits.shape))
-    recall = _c.safe_divide(hits, _c.num_relevant(labels, valid, judgments, jvalid, rel))
+    recall = _c.safe_divide(hits, p.num_relevant(rel))
     return precision, recall, top_k
 
 
@@ -151,18 +155,8 @@ def recall_at_fixed_precision(
       >>> float(recall), int(k)
       (1.0, 3)
     """
-    precision, recall, top_k = precision_recall_curve(
-        scores,
-        labels,
-        max_k=max_k,
-        adaptive_k=adaptive_k,
-        where=where,
-        rel=rel,
-        ranker=ranker,
-        judgments=judgments,
-        judgments_where=judgments_where,
-    )
-    return recall_at_precision_from_curve(precision, recall, top_k, min_precision)
+    curves = _curves(scores, labels, max_k, adaptive_k, where, rel, ranker, judgments, judgments_where)
+    return recall_at_precision_from_curve(*curves, min_precision)
 
 
 def roc_auc(
@@ -202,14 +196,14 @@ def roc_auc(
     k = None if k is None else _checks.positive_int(k, "k")
     if max_fpr is not None:
         max_fpr = _checks.in_range(max_fpr, "max_fpr", 0.0, 1.0, closed_high=True)
-    scores, labels, valid, _, _ = _c.inputs(scores, labels, where, judgments, judgments_where)
-    n = scores.shape[-1]
+    # ranks of the first k positions (all of them without k)
+    p = _c.prepare(scores, labels, k, where, ranker, judgments, judgments_where)
+    n = p.scores.shape[-1]
     depth = n if k is None else min(k, n)
-    r = _c.ranks(ranker, scores, where, depth if depth < n else None)
-    relevant = _c.relevant(labels, valid, rel)
-    zero = jnp.zeros(scores.shape[:-1] + (1,), relevant.dtype)
-    tp = jnp.concatenate([zero, _curve(r, relevant, depth)], axis=-1)
-    fp = jnp.concatenate([zero, _curve(r, valid.astype(relevant.dtype) - relevant, depth)], axis=-1)
+    relevant = p.relevant(rel)
+    zero = jnp.zeros(p.scores.shape[:-1] + (1,), relevant.dtype)
+    tp = jnp.concatenate([zero, _curve(p.ranks, relevant, depth)], axis=-1)
+    fp = jnp.concatenate([zero, _curve(p.ranks, p.valid.astype(relevant.dtype) - relevant, depth)], axis=-1)
     x = _c.safe_divide(fp, fp[..., -1])
     y = _c.safe_divide(tp, tp[..., -1])
     m = 1.0 if max_fpr is None else max_fpr

@@ -47,15 +47,11 @@ def precision(
       >>> float(jaxrank.precision([0.3, 0.2, 0.1], [1, 0, 1], k=2))
       0.5
     """
-    ks = _c.cutoffs(k)
-    scores, labels, valid, _, _ = _c.inputs(scores, labels, where, judgments, judgments_where)
-    ranks = _c.ranks(ranker, scores, where, None if ks is None else max(ks))
-    f = _c.weights(ranks, ks, _c.ones)
-    hits = ranks.linear(_c.relevant(labels, valid, rel), f)
-    if ks is None or adaptive:
-        retrieved = ranks.linear(valid.astype(labels.dtype), f)
-        return _c.finish(_c.safe_divide(hits, retrieved), k)
-    return _c.finish(hits / jnp.asarray(ks, hits.dtype), k)
+    p = _c.prepare(scores, labels, k, where, ranker, judgments, judgments_where)
+    hits = p.at_cutoffs(p.relevant(rel))
+    if p.ks is None or adaptive:
+        return p.finish(_c.safe_divide(hits, p.at_cutoffs(p.valid.astype(p.labels.dtype))))
+    return p.finish(hits / jnp.asarray(p.ks, hits.dtype))
 
 
 def recall(
@@ -83,11 +79,8 @@ def recall(
       >>> float(jaxrank.recall([0.3, 0.2, 0.1], [1, 0, 1], k=2, judgments=[1, 1, 1, 1]))
       0.25
     """
-    ks = _c.cutoffs(k)
-    scores, labels, valid, judgments, jvalid = _c.inputs(scores, labels, where, judgments, judgments_where)
-    ranks = _c.ranks(ranker, scores, where, None if ks is None else max(ks))
-    hits = ranks.linear(_c.relevant(labels, valid, rel), _c.weights(ranks, ks, _c.ones))
-    return _c.finish(_c.safe_divide(hits, _c.num_relevant(labels, valid, judgments, jvalid, rel)), k)
+    p = _c.prepare(scores, labels, k, where, ranker, judgments, judgments_where)
+    return p.finish(_c.safe_divide(p.at_cutoffs(p.relevant(rel)), p.num_relevant(rel)))
 
 
 def fallout(
@@ -113,16 +106,14 @@ def fallout(
       >>> float(jaxrank.fallout([0.3, 0.2, 0.1], [1, 0, 0], k=2))
       0.5
     """
-    ks = _c.cutoffs(k)
-    scores, labels, valid, judgments, jvalid = _c.inputs(scores, labels, where, judgments, judgments_where)
-    ranks = _c.ranks(ranker, scores, where, None if ks is None else max(ks))
+    p = _c.prepare(scores, labels, k, where, ranker, judgments, judgments_where)
 
     def nonrelevant(y, mask):
         return ((y >= 0) & (y < rel) & mask).astype(y.dtype)
 
-    misses = ranks.linear(nonrelevant(labels, valid), _c.weights(ranks, ks, _c.ones))
-    pool = nonrelevant(labels, valid) if judgments is None else nonrelevant(judgments, jvalid)
-    return _c.finish(_c.safe_divide(misses, row_sum(pool)), k)
+    misses = p.at_cutoffs(nonrelevant(p.labels, p.valid))
+    pool = nonrelevant(p.labels, p.valid) if p.judgments is None else nonrelevant(p.judgments, p.jvalid)
+    return p.finish(_c.safe_divide(misses, row_sum(pool)))
 
 
 def success(
@@ -148,11 +139,7 @@ def success(
       >>> [float(v) for v in jaxrank.success([0.3, 0.2, 0.1], [0, 0, 1], k=(2, 3))]
       [0.0, 1.0]
     """
-    ks = _c.cutoffs(k)
-    scores, labels, valid, _, _ = _c.inputs(scores, labels, where, judgments, judgments_where)
-    ranks = _c.ranks(ranker, scores, where, None if ks is None else max(ks))
-    relevant = _c.relevant(labels, valid, rel)
-    return _c.finish(ranks.survival(relevant, _c.weights(ranks, ks, _c.ones), relevant), k)
+    return _first_relevant(_c.ones, scores, labels, k, where, rel, ranker, judgments, judgments_where)
 
 
 def reciprocal_rank(
@@ -180,11 +167,14 @@ def reciprocal_rank(
       >>> float(jaxrank.reciprocal_rank([0.3, 0.2, 0.1], [0, 1, 1]))
       0.5
     """
-    ks = _c.cutoffs(k)
-    scores, labels, valid, _, _ = _c.inputs(scores, labels, where, judgments, judgments_where)
-    ranks = _c.ranks(ranker, scores, where, None if ks is None else max(ks))
-    relevant = _c.relevant(labels, valid, rel)
-    return _c.finish(ranks.survival(relevant, _c.weights(ranks, ks, _c.inverse), relevant), k)
+    return _first_relevant(_c.inverse, scores, labels, k, where, rel, ranker, judgments, judgments_where)
+
+
+def _first_relevant(per_position, scores, labels, k, where, rel, ranker, judgments, judgments_where) -> Array:
+    """``per_position`` of the first relevant item's position, 0 past ``k`` (success, RR)."""
+    p = _c.prepare(scores, labels, k, where, ranker, judgments, judgments_where)
+    relevant = p.relevant(rel)
+    return p.finish(p.ranks.survival(relevant, p.weights(per_position), relevant))
 
 
 def average_precision(
@@ -216,15 +206,14 @@ def average_precision(
       >>> round(float(jaxrank.average_precision([0.3, 0.2, 0.1], [1, 0, 1])), 5)  # (1 + 2/3) / 2
       0.83333
     """
-    ks = _c.cutoffs(k)
-    scores, labels, valid, judgments, jvalid = _c.inputs(scores, labels, where, judgments, judgments_where)
-    relevant = _c.relevant(labels, valid, rel)
-    if _checks.boolean(threshold_ties, "threshold_ties"):
-        total = threshold_precision_sum(scores, where, relevant, ranker, ks)
+    threshold_ties = _checks.boolean(threshold_ties, "threshold_ties")
+    p = _c.prepare(scores, labels, k, where, ranker, judgments, judgments_where, rank=not threshold_ties)
+    relevant = p.relevant(rel)
+    if threshold_ties:
+        total = threshold_precision_sum(p.scores, where, relevant, ranker, p.ks)
     else:
-        ranks = _c.ranks(ranker, scores, where, None if ks is None else max(ks))
-        total = ranks.count_before(relevant, _c.weights(ranks, ks, _c.inverse), relevant)
-    return _c.finish(_c.safe_divide(total, _c.num_relevant(labels, valid, judgments, jvalid, rel)), k)
+        total = p.ranks.count_before(relevant, p.weights(_c.inverse), relevant)
+    return p.finish(_c.safe_divide(total, p.num_relevant(rel)))
 
 
 def r_precision(
@@ -262,15 +251,13 @@ def r_precision(
     mults = tuple(mult) if many else (mult,)
     if not mults or any(isinstance(x, bool) or not isinstance(x, numbers.Real) or not x > 0 for x in mults):
         raise ValueError(f"mult must be a positive number or a non-empty sequence of them, got {mult!r}")
-    _c.cutoffs(k)
-    scores, labels, valid, judgments, jvalid = _c.inputs(scores, labels, where, judgments, judgments_where)
-    ranks = _c.ranks(ranker, scores, where, None)
-    big_r = _c.num_relevant(labels, valid, judgments, jvalid, rel)
+    p = _c.prepare(scores, labels, k, where, ranker, judgments, judgments_where, full=True)
+    big_r = p.num_relevant(rel)
     # The max keeps XLA:CPU from fusing the product and the sum into one FMA, which rounds
     # once where trec_eval rounds twice (e.g. 0.7 * 3 + 0.9 would floor to 3, not 2).
     cut = jnp.stack([jnp.floor(jnp.maximum(x * big_r, -1.0) + 0.9) if x != 1.0 else big_r for x in mults], axis=-1)
 
-    hits = ranks.prefix_sum(_c.relevant(labels, valid, rel), cut)
+    hits = p.ranks.prefix_sum(p.relevant(rel), cut)
     values = _c.safe_divide(hits, cut)
     return values if many else values[..., 0]
 
@@ -304,12 +291,9 @@ def dcg(
       >>> round(float(jaxrank.dcg([0.3, 0.2, 0.1], [0, 3, 0])), 5)  # 3 / log2(3)
       1.89279
     """
-    ks = _c.cutoffs(k)
     gain_fn, discount_fn = _c.gain_fn(gain), _c.discount_fn(discount)
-    scores, labels, valid, _, _ = _c.inputs(scores, labels, where, judgments, judgments_where)
-    ranks = _c.ranks(ranker, scores, where, None if ks is None else max(ks))
-    gains = jnp.where(valid, gain_fn(labels), 0)
-    return _c.finish(ranks.linear(gains, _c.weights(ranks, ks, discount_fn)), k)
+    p = _c.prepare(scores, labels, k, where, ranker, judgments, judgments_where)
+    return p.finish(p.at_cutoffs(jnp.where(p.valid, gain_fn(p.labels), 0), discount_fn))
 
 
 def ndcg(
@@ -343,12 +327,12 @@ def ndcg(
       >>> round(float(jaxrank.ndcg([0.3, 0.2, 0.1], [0, 1, 0])), 5)  # (1/log2 3) / 1
       0.63093
     """
-    _c.cutoffs(k), _c.gain_fn(gain), _c.discount_fn(discount)  # fail early on bad arguments
-    scores, labels, valid, judgments, jvalid = _c.inputs(scores, labels, where, judgments, judgments_where)
+    _c.gain_fn(gain), _c.discount_fn(discount)  # fail early on bad arguments
+    p = _c.prepare(scores, labels, k, where, ranker, judgments, judgments_where, rank=False)
     # An absent mask stays absent: the rankers then skip counting valid items.
-    valid = None if where is None else valid
-    actual = dcg(scores, labels, k=k, where=valid, ranker=ranker, gain=gain, discount=discount)
-    ideal_labels, ideal_valid = (labels, valid) if judgments is None else (judgments, jvalid)
+    valid = None if where is None else p.valid
+    actual = dcg(p.scores, p.labels, k=k, where=valid, ranker=ranker, gain=gain, discount=discount)
+    ideal_labels, ideal_valid = (p.labels, valid) if p.judgments is None else (p.judgments, p.jvalid)
     if ideal_ranks is not None and not isinstance(ideal_ranks, HardRanks):
         raise ValueError(f"ideal_ranks must be exact ranks (HardRanks), got {type(ideal_ranks).__name__}")
     ideal = dcg(
@@ -390,12 +374,10 @@ def err(
       >>> round(float(jaxrank.err([0.3, 0.2], [4, 4])), 5)  # 15/16 + (1/2)(15/16)(1/16)
       0.9668
     """
-    ks = _c.cutoffs(k)
-    scores, labels, valid, _, _ = _c.inputs(scores, labels, where, judgments, judgments_where)
-    depth = None if ks is None or getattr(ranker, "ties", None) == "expected" else max(ks)
-    ranks = _c.ranks(ranker, scores, where, depth)
-    stop = jnp.where(valid, (jnp.exp2(jnp.maximum(labels, 0)) - 1) / jnp.exp2(max_label), 0)
-    return _c.finish(ranks.cascade(stop, _c.weights(ranks, ks, _c.inverse)), k)
+    full = getattr(ranker, "ties", None) == "expected"
+    p = _c.prepare(scores, labels, k, where, ranker, judgments, judgments_where, full=full)
+    stop = jnp.where(p.valid, (jnp.exp2(jnp.maximum(p.labels, 0)) - 1) / jnp.exp2(max_label), 0)
+    return p.finish(p.ranks.cascade(stop, p.weights(_c.inverse)))
 
 
 def rbp(
@@ -424,11 +406,9 @@ def rbp(
     """
     if not 0 < p < 1:
         raise ValueError(f"p must be in (0, 1), got {p!r}")
-    ks = _c.cutoffs(k)
-    scores, labels, valid, _, _ = _c.inputs(scores, labels, where, judgments, judgments_where)
-    ranks = _c.ranks(ranker, scores, where, None if ks is None else max(ks))
 
     def decay(pos):
         return (1 - p) * jnp.power(p, pos - 1)
 
-    return _c.finish(ranks.linear(_c.relevant(labels, valid, rel), _c.weights(ranks, ks, decay)), k)
+    prep = _c.prepare(scores, labels, k, where, ranker, judgments, judgments_where)
+    return prep.finish(prep.at_cutoffs(prep.relevant(rel), decay))

@@ -182,8 +182,7 @@ def graded_average_precision(
       0.3889
     """
     gain_fn = _c.gain_fn(gain)
-    scores, labels, valid, _, _ = _c.inputs(scores, labels, where, judgments, judgments_where)
-    r = _c.ranks(ranker, scores, where, None)
-    gains = jnp.where(valid, gain_fn(labels), 0)
-    total = r.count_before(gains, lambda pos: _c.inverse(pos)[..., None], _c.relevant(labels, valid, rel))
-    return _c.safe_divide(total, row_sum(valid))[..., 0]
+    p = _c.prepare(scores, labels, None, where, ranker, judgments, judgments_where)
+    gains = jnp.where(p.valid, gain_fn(p.labels), 0)
+    total = p.ranks.count_before(gains, p.weights(_c.inverse), p.relevant(rel))
+    return p.finish(_c.safe_divide(total, row_sum(p.valid)))
