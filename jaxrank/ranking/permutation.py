@@ -177,8 +177,8 @@ def softsort(temperature: float = 1.0, sinkhorn: int = 0, *, units: str = "std")
 
     Example:
       >>> import jax.numpy as jnp, jaxrank
-      >>> scores, labels = jnp.array([2.0, 1.0, 0.0]), jnp.array([0, 1, 0])
-      >>> round(float(jaxrank.ndcg(scores, labels, ranker=jaxrank.softsort(0.01))), 5)
-      0.63093
+      >>> scores, labels = jnp.array([0.0, 2.0, 1.0]), jnp.array([0, 1, 0])
+      >>> round(float(jaxrank.ndcg(scores, labels, ranker=jaxrank.softsort(0.01, sinkhorn=3))), 5)
+      1.0
     """
     return SoftSortRanker(temperature, sinkhorn, units)
