@@ -26,9 +26,7 @@ def as_array(x) -> Array:
 
 def cutoff(k, name: str = "k") -> Optional[int]:
     """None or a positive Python integer (bools refused)."""
-    if k is not None and not (_checks._is_int(k) and k > 0):
-        raise ValueError(f"{name} must be a positive integer or None, got {k!r}")
-    return None if k is None else int(k)
+    return None if k is None else _checks.positive_int(k, name)
 
 
 def average_precision_over_retrieved(scores, labels, *, k, where, ranker):

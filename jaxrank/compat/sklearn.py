@@ -59,8 +59,9 @@ def _columns(y_true, y_score, average) -> tuple[Array, Array]:
     return y_true.T.astype(jnp.result_type(float)), y_score.T.astype(jnp.result_type(float))
 
 
-def _average(values: Array, y_true: Array, average) -> Array:
-    return values if average is None or y_true.ndim == 1 else jnp.mean(values)
+def _average(values: Array, labels: Array, average) -> Array:
+    """Per column, or their mean (``labels`` is ``_columns``' output, as many axes as y_true)."""
+    return values if average is None or labels.ndim == 1 else jnp.mean(values)
 
 
 def roc_auc_score(y_true, y_score, *, average: Optional[str] = "macro", max_fpr: Optional[float] = None) -> Array:
@@ -84,7 +85,7 @@ def roc_auc_score(y_true, y_score, *, average: Optional[str] = "macro", max_fpr:
         if np.any((positives == 0) | (positives == labels.shape[-1])):
             raise ValueError("Only one class present in y_true. ROC AUC score is not defined in that case.")
     values = _roc_auc(scores, labels, max_fpr=None if max_fpr == 1 else max_fpr)
-    return _average(values, as_array(y_true), average)
+    return _average(values, labels, average)
 
 
 def average_precision_score(y_true, y_score, *, average: Optional[str] = "macro") -> Array:
@@ -100,7 +101,7 @@ def average_precision_score(y_true, y_score, *, average: Optional[str] = "macro"
     """
     labels, scores = _columns(y_true, y_score, average)
     values = _average_precision(scores, labels)
-    return _average(values, as_array(y_true), average)
+    return _average(values, labels, average)
 
 
 def _rows(y_true, y_score, k, log_base, sample_weight):
