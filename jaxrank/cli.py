@@ -181,7 +181,7 @@ def _peek_depth(source) -> Optional[int]:
     return count or None
 
 
-def _speculate(plan: Plan, q: Qrels, run_source, *, complete, max_docs) -> Optional[tuple]:
+def _speculate(plan: Plan, q: Qrels, run_source, *, max_docs) -> Optional[tuple]:
     """Start compiling, in the background, for the batch shape the run most likely gives:
     the qrels' queries and judgments, and the depth of the run's first query. Compilation
     then overlaps the parsing of the run. Returns the shape, or None."""
@@ -223,7 +223,7 @@ def _run_eval(args) -> str:
         judged_only=args.judged_only,
         num_docs=args.num_docs,
         version=args.version,
-        before_run=lambda plan, q: _speculate(plan, q, str(run), complete=args.complete, max_docs=args.max_docs),
+        before_run=lambda plan, q: _speculate(plan, q, str(run), max_docs=args.max_docs),
     )
     if args.format == "json":
         return rep.to_json(args.per_query)

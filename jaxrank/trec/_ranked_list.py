@@ -28,8 +28,7 @@ FAMILIES, _family = kernel_table()
 
 @_family("ideal_dcg")
 def _ideal_dcg(ctx, m):
-    ig = ctx.ideal(m.pairs)
-    return _col(row_sum(ig * metrics.log2_discount(jnp.arange(1, ctx.m + 1, dtype=ctx.fdtype))))
+    return _col(_ideal_dcg_running(ctx, m.pairs)[..., -1])
 
 
 @_family("bpref", "gm_bpref")
@@ -164,8 +163,13 @@ def _g(ctx, m):
 
 
 def _ideal_dcg_running(ctx, pairs):
-    ig = ctx.ideal(pairs)
-    return cumsum(ig * metrics.log2_discount(jnp.arange(1, ctx.m + 1, dtype=ctx.fdtype)))
+    """The ideal DCG of the first 1..m judgments (shared by ideal_dcg, ndcg_rel, Rndcg)."""
+
+    def build():
+        ig = ctx.ideal(pairs)
+        return cumsum(ig * metrics.log2_discount(jnp.arange(1, ctx.m + 1, dtype=ctx.fdtype)))
+
+    return ctx.memo(("ideal_dcg_running", pairs), build)
 
 
 @_family("ndcg_rel")
