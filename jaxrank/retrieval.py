@@ -37,7 +37,7 @@ AxisName = Union[str, tuple[str, ...]]
 
 # Scores held per block: Q x block elements. 2**24 float32 (64 MiB) keeps the
 # block's matrix product large enough to run at full speed and its top-k cheap
-# to merge; see docs/scale.md for the measurement behind it.
+# to merge; docs/scale.md times it beside smaller and larger blocks.
 _BLOCK_ELEMENTS = 1 << 24
 _MIN_BLOCK, _MAX_BLOCK = 1024, 65536
 _ID_DTYPE = jnp.int32
