@@ -15,8 +15,9 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from jaxrank.ranking._ties import reduce_positions
 from jaxrank.ranking.ranks import PositionFn, Ranks
-from jaxrank.ranking.smooth import _check_units, _inputs, _optional_positive, _positive, _reduce, soft_cutoff
+from jaxrank.ranking.smooth import _check_units, _inputs, _optional_positive, _positive, soft_cutoff
 
 # The pairwise kernel of ``approx`` works on blocks of rows: at most this many
 # pair terms per block for the whole batch, and at most _PAIRS_PER_LIST per
@@ -84,7 +85,7 @@ class PointRanks(Ranks):
         """``sum_i g_i f(r_i) factor_i`` over valid items."""
         h = g if factor is None else g * factor
         h = jnp.where(self.valid, h, 0)
-        return _reduce(h, f(self.ranks))
+        return reduce_positions(h, f(self.ranks))
 
     @abc.abstractmethod
     def _subset_ranks(self, masks: jax.Array) -> jax.Array:

@@ -13,6 +13,7 @@ from jax import lax
 
 from jaxrank import _checks
 from jaxrank.ranking._backend import argsort_descending, cumsum, sort_key
+from jaxrank.ranking._ties import reduce_positions
 from jaxrank.ranking.ranks import PositionFn, Ranks
 from jaxrank.ranking.smooth import (
     _check_units,
@@ -20,7 +21,6 @@ from jaxrank.ranking.smooth import (
     _inputs,
     _masked_logsumexp,
     _positive,
-    _reduce,
 )
 
 
@@ -56,19 +56,19 @@ class PermutationRanks(Ranks):
         return jnp.matmul(self.perm, v[..., None].astype(jnp.promote_types(v.dtype, self.perm.dtype)))[..., 0]
 
     def linear(self, g: jax.Array, f: PositionFn) -> jax.Array:
-        return _reduce(self.in_rank_order(g), f(self._positions()))
+        return reduce_positions(self.in_rank_order(g), f(self._positions()))
 
     def count_before(self, g: jax.Array, f: PositionFn, w: jax.Array) -> jax.Array:
         h = self.in_rank_order(g) * cumsum(self.in_rank_order(w))
-        return _reduce(h, f(self._positions()))
+        return reduce_positions(h, f(self._positions()))
 
     def survival(self, g: jax.Array, f: PositionFn, w: jax.Array) -> jax.Array:
         h = self.in_rank_order(g) * _exclusive_cumprod(1 - self.in_rank_order(w))
-        return _reduce(h, f(self._positions()))
+        return reduce_positions(h, f(self._positions()))
 
     def cascade(self, p: jax.Array, f: PositionFn) -> jax.Array:
         ps = self.in_rank_order(p)
-        return _reduce(ps * _exclusive_cumprod(1 - ps), f(self._positions()))
+        return reduce_positions(ps * _exclusive_cumprod(1 - ps), f(self._positions()))
 
 
 def _permutation_from_logits(logits: jax.Array, valid: jax.Array, sinkhorn: int) -> jax.Array:

@@ -132,11 +132,6 @@ def score_spread(scores: jax.Array, where: Optional[jax.Array] = None) -> jax.Ar
     return jnp.where(spread, top * jnp.sqrt(mean_square), 1)
 
 
-def _reduce(h: jax.Array, weights: jax.Array) -> jax.Array:
-    """``sum_p h[..., p] * weights[..., p, c]`` (weights may lack batch axes)."""
-    return jnp.sum(h[..., :, None] * weights, axis=-2)
-
-
 def _exclusive_cumprod(x: jax.Array) -> jax.Array:
     ones = jnp.ones(x.shape[:-1] + (1,), x.dtype)
     return jnp.cumprod(jnp.concatenate([ones, x[..., :-1]], axis=-1), axis=-1)
