@@ -23,7 +23,7 @@ from jaxrank.trec._ctx import _Ctx
 from jaxrank.trec.kernels import _FAMILIES
 from jaxrank.trec.measures import Plan
 
-__all__ = ["Compiled", "Lowered", "compute", "lower_plan"]
+__all__ = ["Compiled", "Lowered", "lower_plan"]
 
 
 # Two jitted stages. The first holds everything that sorts -- the one ranking of the run and
@@ -78,7 +78,15 @@ _DTYPES = (jnp.float64, jnp.int32, jnp.bool_, jnp.int32, jnp.bool_)
 
 class Compiled:
     """The compiled computation of a :class:`Plan` for one batch shape (see
-    :meth:`Lowered.compile`); call it with the five arrays of :func:`compute`."""
+    :meth:`Lowered.compile`): all measures of the plan, one ranking, two stages.
+
+    Called with, for ``Q`` queries, ``n`` documents and ``m`` judgments per query:
+    ``scores`` ``[Q, n]`` floats, documents pre-ordered by docno descending within ties;
+    ``rr`` ``[Q, n]`` ints, trec_eval relevance values (rel if judged, -1 not in the qrels,
+    -2 pooled but unjudged); ``where`` ``[Q, n]`` bool, retrieved documents;
+    ``judgments``, ``judgments_where`` ``[Q, m]``, the qrels rels of each query and their
+    mask. Returns one ``[Q, C]`` float array per measure (``relstring``: relevance codes).
+    """
 
     def __init__(self, plan: Plan, sort_stage, rest_stage):
         self.plan, self._sort, self._rest = plan, sort_stage, rest_stage
@@ -108,7 +116,7 @@ class Lowered:
 
 
 def lower_plan(plan: Plan, queries: int, n: int, m: int) -> Lowered:
-    """Trace and lower :func:`compute` for ``[queries, n]`` lists and ``[queries, m]``
+    """Trace and lower the two stages of ``plan`` for ``[queries, n]`` lists and ``[queries, m]``
     judgments (float64 scores, int32 relevance values): Python work, under the GIL. Needs
     ``jax_enable_x64`` (e.g. within ``with jax.enable_x64(True)``), as the calls of the
     compiled result do."""
@@ -118,26 +126,6 @@ def lower_plan(plan: Plan, queries: int, n: int, m: int) -> Lowered:
     ranks, ideals, _ = sort_lowered.out_info
     rest_lowered = _stage_rest.lower(plan, ranks, ideals, *specs) if _split(plan)[1] else None
     return Lowered(plan, sort_lowered, rest_lowered)
-
-
-def compute(plan: Plan, scores, rr, where, judgments, judgments_where) -> list[np.ndarray]:
-    """All measures of ``plan`` for a padded batch: one ranking, two jitted stages.
-
-    Args:
-        plan: the measures and options.
-        scores: ``[Q, n]`` floats, documents pre-ordered by docno descending within ties.
-        rr: ``[Q, n]`` ints: trec_eval relevance values (rel if judged, -1 not in the qrels,
-            -2 pooled but unjudged).
-        where: ``[Q, n]`` bool, retrieved documents.
-        judgments, judgments_where: ``[Q, m]`` qrels rels of each query and their mask.
-
-    Returns:
-        one ``[Q, C]`` float array per measure (``relstring``: relevance codes).
-    """
-    arrays = [jnp.asarray(x) for x in (scores, rr, where, judgments, judgments_where)]
-    ranks, ideals, first_out = _stage_sort(plan, *arrays)
-    rest_out = _stage_rest(plan, ranks, ideals, *arrays) if _split(plan)[1] else ()
-    return [np.asarray(x) for x in _merge(plan, first_out, rest_out)]
 
 
 def relstring_text(codes: np.ndarray) -> list[str]:
