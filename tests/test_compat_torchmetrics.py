@@ -111,6 +111,8 @@ def test_functional_flattens_like_torchmetrics():
         (lambda: tm.RetrievalMAP().update([0.1], [1], None), "indexes"),
         (lambda: tm.RetrievalMAP().update([0.1], [1], [0.0]), "long integers"),
         (lambda: tm.RetrievalMAP(ignore_index=1).update([0.1], [1], [0]), "non-empty"),
+        (lambda: tm.RetrievalMAP().update([0.1, 0.2], [2, 0], [0, 0]), "binary"),
+        (lambda: tm.RetrievalMAP().update([1, 2], [1, 0], [0, 0]), "`preds` must be a tensor of floats"),
     ],
 )
 def test_bad_input_raises_as_torchmetrics(call, match):

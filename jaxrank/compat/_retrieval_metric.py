@@ -54,7 +54,8 @@ _SETTINGS = {
 }
 
 
-def _types(preds: Array, target: Array, allow_non_binary: bool) -> None:
+def _types(preds, target, allow_non_binary: bool) -> None:
+    """torchmetrics' dtype and binary-target checks, on JAX or numpy arrays."""
     if not (
         target.dtype == bool or jnp.issubdtype(target.dtype, jnp.integer) or jnp.issubdtype(target.dtype, jnp.floating)
     ):
@@ -62,7 +63,7 @@ def _types(preds: Array, target: Array, allow_non_binary: bool) -> None:
     if not jnp.issubdtype(preds.dtype, jnp.floating):
         raise ValueError("`preds` must be a tensor of floats")
     if not allow_non_binary and not isinstance(target, jax.core.Tracer):
-        if target.size and (float(jnp.max(target)) > 1 or float(jnp.min(target)) < 0):
+        if target.size and (float(target.max()) > 1 or float(target.min()) < 0):
             raise ValueError("`target` must contain `binary` values")
 
 
@@ -180,7 +181,7 @@ class RetrievalMetric:
             preds, target, indexes = preds[keep], target[keep], indexes[keep]
         if indexes.ndim == 0 or indexes.size == 0:
             raise ValueError("`indexes`, `preds` and `target` must be non-empty and non-scalar tensors")
-        _types(jnp.asarray(preds), jnp.asarray(target), self._allow_non_binary)
+        _types(preds, target, self._allow_non_binary)  # numpy here: no device copy for a check
         self._preds.append(preds.ravel())
         self._target.append(target.ravel())
         self._indexes.append(indexes.ravel())
