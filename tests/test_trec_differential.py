@@ -169,7 +169,7 @@ def test_one_short_query_counts_every_relevant_document_in_the_ideal(trec_eval_b
     """4 retrieved (3 relevant) for 26 relevant: the ideal DCG runs past the run's end."""
     qrels = "".join(f"7 0 r{i:02d} 1\n" for i in range(26)) + "7 0 n1 0\n"
     run = "7 Q0 r00 1 4.0 t\n7 Q0 n1 2 3.0 t\n7 Q0 r01 3 2.0 t\n7 Q0 r02 4 1.0 t\n"
-    _compare(trec_eval_binary, tmp_path, qrels, run, ["-q"], ["-m", "all_trec"])
+    _compare(trec_eval_binary, tmp_path, qrels, run, ["-q"], ["-m", "all_trec", "-m", "dcg", "-m", "ideal_dcg"])
 
 
 @pytest.mark.parametrize("flags", [["-q", "-c", "-J"], ["-q", "-c", "-M50"], ["-q", "-c", "-M10", "-J"]])
