@@ -93,6 +93,8 @@ def test_trec_flags(capsys, files):
         (QRELS, RUN + "q3 Q0 d1 1 high tag\n", "test.run:5"),  # score not a number
         (QRELS + "q2 0 d2\n", RUN, "test.qrels:5"),  # too few fields
         (QRELS + "q2 0 d2 yes\n", RUN, "test.qrels:5"),  # rel not a number
+        (QRELS + "q2 0 d2 0.5\n", RUN, "test.qrels:5"),  # rel not an integer
+        (QRELS, RUN + "q3 Q0 d1 1 nan tag\n", "test.run:5"),  # a NaN score
         (QRELS + "q2 0 d2 1 extra\n", RUN, "test.qrels:5"),  # too many fields
         (QRELS, RUN + "q1 Q0 d2 9 0.1 tag\n", "test.run:5"),  # a document twice in a query
         ("", RUN, "test.qrels"),  # empty file
@@ -107,6 +109,14 @@ def test_malformed_input(capsys, files, qrels, run, where):
     assert err.count("\n") == 1 and err.startswith("jaxrank: ")
     assert where in err
     assert "Traceback" not in err
+
+
+def test_relevance_with_a_decimal_point_is_its_integer(capsys, files):
+    q, r = files()
+    want = run_cli(capsys, "-q", "-m", "all_trec", q, r)
+    assert want[0] == 0 and "q1" in want[1]
+    q, r = files(QRELS.replace(" 1\n", " 1.0\n").replace(" 2\n", " 2.00\n").replace(" 0\n", " 0e0\n"))
+    assert run_cli(capsys, "-q", "-m", "all_trec", q, r) == want
 
 
 def test_missing_file(capsys, files, tmp_path):

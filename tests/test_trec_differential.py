@@ -192,3 +192,68 @@ def test_summary_mean_is_a_sequential_sum_in_query_order(trec_eval_binary, tmp_p
     qrels_text = "\n".join(line for line in qrels if line) + "\n"
     _compare(trec_eval_binary, tmp_path, qrels_text, "\n".join(run) + "\n", ["-q"], ["-m", "P.20", "-m", "unj.20"])
     assert "0.1562" in _jaxrank(["-m", "P.20", str(tmp_path / "qrels"), str(tmp_path / "run")])[1].decode()
+
+
+DECIMAL_INTEGERS = {-1: ["-1.0", "-1.", "-01.00"], 0: ["0.0", "-0.0", ".0", "0e5"], 1: ["1.0", "+1.00", "1e0", "1."]}
+DECIMAL_INTEGERS |= {2: ["2.00", "2.0E0", "+2."], 3: ["3.000", "3e0"]}
+
+
+def test_relevance_written_with_a_decimal_point_reads_as_trec_eval_reads_it(
+    widest_case_compiled, trec_eval_binary, tmp_path
+):
+    """``1.0``, ``-1.``, ``2.0E0``: trec_eval reads a relevance with ``atol`` (the leading
+    integer), which here is the number's value; jaxrank gives trec_eval's output."""
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        qrels, run = _case(rng)
+        lines = [line.split() for line in qrels.splitlines()]
+        options = [DECIMAL_INTEGERS[int(rel)] for *_, rel in lines]
+        written = "".join(
+            f"{q} {i} {d} {opts[rng.integers(len(opts))]}\n" for (q, i, d, _), opts in zip(lines, options)
+        )
+        assert written.count(".") > len(lines) // 2
+        (tmp_path / "qrels.int").write_text(qrels)  # the same judgments written as integers
+        for flags in (["-q"], ["-q", "-c", "-J"]):
+            _compare(trec_eval_binary, tmp_path, written, run, flags, ["-m", "all_trec"])
+            same = [
+                _trec_eval(trec_eval_binary, [*flags, str(tmp_path / q), str(tmp_path / "run")])
+                for q in ("qrels", "qrels.int")
+            ]
+            assert same[0].stdout == same[1].stdout and same[0].returncode == same[1].returncode
+
+
+def test_infinite_scores_and_their_ties_match_trec_eval(widest_case_compiled, trec_eval_binary, tmp_path):
+    rng = np.random.default_rng(8)
+    qrels, run = _case(rng)
+    lines = run.splitlines()
+    for i in rng.choice(len(lines), size=len(lines) // 2, replace=False):
+        q, z, d, r, _, t = lines[i].split()
+        lines[i] = f"{q} {z} {d} {r} {rng.choice(['inf', '-inf', 'Infinity', '-INF', '+inf'])} {t}"
+    _compare(trec_eval_binary, tmp_path, qrels, "\n".join(lines) + "\n", ["-q", "-c"], ["-m", "all_trec"])
+
+
+REFUSED = [
+    ("1 0 a 1\n1 0 b 0.5\n", "1 Q0 a 1 2 t\n1 Q0 b 2 1 t\n", "qrels:2: relevance is not an integer: '0.5'"),
+    ("1 0 a 1\n1 0 b 1e1\n", "1 Q0 a 1 2 t\n1 Q0 b 2 1 t\n", "qrels:2: relevance is not an integer: '1e1'"),
+    ("1 0 a 1\n1 0 b 0\n", "1 Q0 a 1 nan t\n1 Q0 b 2 1 t\n", "run:1: score is NaN"),
+    ("1 0 a 1\n1 0 c 2\n", "1 Q0 a 1 inf t\n1 Q0 b 2 -inf t\n1 Q0 c 3 -nan t\n1 Q0 d 4 0 t\n", "run:3: score is NaN"),
+]
+
+
+@pytest.mark.parametrize("qrels, run, message", REFUSED)
+def test_values_trec_eval_reads_by_accident_are_refused_with_file_and_line(
+    trec_eval_binary, tmp_path, qrels, run, message
+):
+    """A non-integral relevance (trec_eval truncates it) and a NaN score (whose place in
+    trec_eval's ranking depends on its C library's ``qsort``): trec_eval prints numbers,
+    jaxrank one line naming the file and line, and exits 1."""
+    (tmp_path / "qrels").write_text(qrels)
+    (tmp_path / "run").write_text(run)
+    args = ["-m", "all_trec", "-q", str(tmp_path / "qrels"), str(tmp_path / "run")]
+    assert _trec_eval(trec_eval_binary, args).returncode == 0
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(["eval", *args])
+    assert (status, out.getvalue()) == (1, "")
+    assert err.getvalue().count("\n") == 1 and "Traceback" not in err.getvalue()
+    assert f"{tmp_path}/{message}" in err.getvalue()

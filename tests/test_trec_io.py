@@ -154,6 +154,28 @@ def test_scores_parse_exactly_as_floats(tmp_path):
     assert got == {f"d{i}": float(t) for i, t in enumerate(tokens)}
 
 
+def test_relevance_written_with_a_decimal_point_or_exponent_is_its_integer(tmp_path, monkeypatch):
+    """trec_eval reads a relevance with ``atol``: these are the integers it reads them as."""
+    tokens = {
+        "1.0": 1,
+        "2.00": 2,
+        "-1.0": -1,
+        "+3.": 3,
+        ".0": 0,
+        "-0.0": 0,
+        "1e0": 1,
+        "2.0E+0": 2,
+        "7": 7,
+        "-12.000": -12,
+    }
+    text = "".join(f"1 0 d{i} {t}\n" for i, t in enumerate(tokens))
+    want = {f"d{i}": v for i, v in enumerate(tokens.values())}
+    assert read_qrels(write(tmp_path, "q", text)).to_dict() == {"1": want}
+    assert read_qrels({"1": {f"d{i}": t for i, t in enumerate(tokens)}}).to_dict() == {"1": want}
+    monkeypatch.setattr(_parse, "_BLOCK_BYTES", 16)  # one line a block: the row-by-row path too
+    assert read_qrels(write(tmp_path, "q", text)).to_dict() == {"1": want}
+
+
 def test_relevance_may_be_negative_and_is_kept(tmp_path):
     qrels = read_qrels(write(tmp_path, "q", "1 0 a -1\n1 0 b +2\n1 0 c 0\n1 0 d -12\n"))
     assert qrels.to_dict() == {"1": {"a": -1, "b": 2, "c": 0, "d": -12}}
@@ -489,6 +511,24 @@ ERRORS = [
     ("qrels.txt", "qrels", "1 0 a 1\n1 0 b 1 extra\n", 2, "expected 4 fields"),
     ("qrels.txt", "qrels", "1 0 a 1.5\n", 1, "relevance is not an integer"),
     ("qrels.txt", "qrels", "1 0 a yes\n", 1, "relevance is not an integer"),
+    (
+        "qrels.txt",
+        "qrels",
+        "1 0 a 1\n1 0 b 0.5\n",
+        2,
+        "not an integer: '0.5' (trec_eval would read only its leading integer, 0)",
+    ),
+    (
+        "qrels.txt",
+        "qrels",
+        "1 0 a 1e1\n",
+        1,
+        "not an integer: '1e1' (trec_eval would read only its leading integer, 1)",
+    ),
+    ("qrels.txt", "qrels", "1 0 a 10e-1\n", 1, "leading integer, 10)"),
+    ("qrels.txt", "qrels", "1 0 a 1.00000000000000000001\n", 1, "relevance is not an integer"),
+    ("qrels.txt", "qrels", "1 0 a -2.5\n", 1, "leading integer, -2)"),
+    ("run.txt", "run", "1 Q0 a 1 1 t\n1 Q0 b 2 -inf t\n1 Q0 c 3 nan t\n1 Q0 d 4 NaN t\n", 3, "score is NaN"),
     ("qrels.txt", "qrels", "1 0 a 1\n2 0 a 1\n\n1 0 a 0\n", 4, "lines 1 and 4"),
     ("qrels.txt", "qrels", "1 0 a\x00 1\n", 1, "NUL"),
     ("run.txt", "run", "", 1, "no data lines"),
@@ -531,9 +571,15 @@ def test_bad_python_inputs_raise_clear_errors():
         read_run({"q": {"d": "x"}})
     with pytest.raises(TrecFormatError, match=r"<dict>: relevance is not an integer: 0.5"):
         read_qrels({"q": {"d": 0.5}})
+    with pytest.raises(TrecFormatError, match=r"<dict>: relevance is not an integer: '1.5'"):
+        read_qrels({"q": {"d": "1.5"}})
+    with pytest.raises(TrecFormatError, match=r"<dict>: score is NaN"):
+        read_run({"q": {"d": 1.0, "e": float("nan")}})
     record = collections.namedtuple("ScoredDoc", "query_id doc_id score")
     with pytest.raises(TrecFormatError, match=r"<records>:2: expected query_id"):
         read_run([record("q", "d", 1.0), 3])
+    with pytest.raises(TrecFormatError, match=r"<records>:2: score is NaN"):
+        read_run([record("q", "d", 1.0), record("q", "e", "nan")])
     with pytest.raises(TypeError):
         read_run(3.5)
 

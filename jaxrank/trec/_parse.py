@@ -8,9 +8,11 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import os
+import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import IO, Any
 
@@ -127,22 +129,39 @@ def _one_float(token: bytes) -> float | None:
         return None
 
 
+def _atol(token: bytes) -> int:
+    """What C's ``atol`` (trec_eval's reading of a relevance) makes of a token: its leading
+    ``[+-]digits``, 0 when there are none."""
+    digits = re.match(rb"[+-]?[0-9]*", token).group()  # type: ignore[union-attr]
+    return int(digits) if digits.lstrip(b"+-") else 0
+
+
 def _one_int(token: bytes) -> int | None:
-    if b"_" in token:
+    """A relevance: a number whose value is an integer that trec_eval's ``atol`` also reads
+    from it (``1``, ``+2``, ``1.0``, ``-1.00``, ``1e0``); None for any other token (``0.5``,
+    ``1e1``, which ``atol`` reads as 1, ``yes``)."""
+    if b"_" in token:  # Decimal accepts "1_0"; C does not
         return None
     try:
-        v = int(token)
-    except ValueError:
+        value = Decimal(token.decode("ascii"))
+    except (UnicodeDecodeError, InvalidOperation):
         return None
-    return v if -(2**63) <= v < 2**63 else None
+    if not value.is_finite() or value.adjusted() > 18 or value != value.to_integral_value():
+        return None
+    v = int(value)
+    return v if v == _atol(token) and -(2**63) <= v < 2**63 else None
+
+
+def _rel_error(token: bytes) -> str:
+    """Why a relevance token is refused, with what trec_eval would have read."""
+    text = token.decode(errors="replace")
+    return f"relevance is not an integer: {text!r} (trec_eval would read only its leading integer, {_atol(token)})"
 
 
 _POW10 = 10 ** np.arange(19, dtype=np.int64)
 
 
-def _parse_decimals(
-    right: np.ndarray, lens: np.ndarray, first: np.ndarray, allow_dot: bool
-) -> tuple[np.ndarray, np.ndarray]:
+def _parse_decimals(right: np.ndarray, lens: np.ndarray, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Numbers ``[+-]digits[.digits]`` with at most 14 digits -> (float64 values, ok).
 
     ``right`` holds the tokens right-aligned and left-padded with ``'0'`` (``[k, w]`` uint8, w
@@ -170,14 +189,14 @@ def _parse_decimals(
     n_dots = (n_dot_words > 0).astype(np.int64)
     n_digits = lens - sign - n_dots
     ok = fits & ~has_other & (n_dot_words <= 1) & one_dot & (n_digits >= 1)
-    ok &= (n_digits <= _MAX_DIGITS) & (n_dots <= (1 if allow_dot else 0))
+    ok &= n_digits <= _MAX_DIGITS
     digit *= ~nondigit  # the dot counts as a 0 digit
     whole = digit[:, 0].astype(np.int64)
     for j in range(1, w):  # Horner's rule on columns (no BLAS: its threads cost more here)
         whole *= 10
         whole += digit[:, j]
     whole[~ok] = 0
-    if allow_dot and n_dots.any():
+    if n_dots.any():
         # Column of the dot: its word, and its byte within the word (log2 of the power of 2).
         word = np.argmax(word_with_dot, axis=1) if w > 8 else 0
         byte = (np.frexp(dots.astype(np.float64))[1] - 1) // 8
@@ -367,8 +386,9 @@ def _parse_block(text: _Text, spec: _Spec, name: str) -> _Block:
     docnos = _as_bytes(_left_words(text, *_field(starts, ends, first, 2)))
     s, lens = _field(starts, ends, first, spec.value_field)
     width = min(4, max(1, -(-int(lens.max()) // 8))) if lens.size else 1
-    values, ok = _parse_decimals(_right_bytes(text, s + lens, lens, width), lens, body[s], allow_dot=spec.kind == "run")
-    if spec.kind == "qrels":
+    values, ok = _parse_decimals(_right_bytes(text, s + lens, lens, width), lens, body[s])
+    if spec.kind == "qrels":  # "1.0" is 1; "0.5" goes to _one_int, which refuses it
+        ok &= values == np.trunc(values)  # exact: at most 14 digits tell an integer apart
         values = values.astype(np.int64)
     if not ok.all():  # exponents, inf, nan, 15+ digits: exactly, by Python, row by row
         rows = np.flatnonzero(~ok)
@@ -377,11 +397,12 @@ def _parse_block(text: _Text, spec: _Spec, name: str) -> _Block:
         converted = [convert(t) for t in tokens]
         if None in converted:
             i = converted.index(None)
-            raise TrecFormatError(
-                name,
-                lines(int(rows[i])),
-                f"{spec.value_error}: {tokens[i].decode(errors='replace')!r}",
+            reason = (
+                _rel_error(tokens[i])
+                if spec.kind == "qrels"
+                else f"{spec.value_error}: {tokens[i].decode(errors='replace')!r}"
             )
+            raise TrecFormatError(name, lines(int(rows[i])), reason)
         values[rows] = converted
     if error is not None:
         raise TrecFormatError(name, text.first_line + error[0], error[1])

@@ -321,8 +321,8 @@ def read_qrels(source: Source) -> Qrels:
             DataFrame with those columns.
 
     Raises:
-        TrecFormatError: a line without exactly 4 fields, a rel that is not an integer, a
-            document judged twice for a query, an empty, missing or unreadable file.
+        TrecFormatError: a line without exactly 4 fields, a rel that is not an integer (``1.0``
+            and ``1e0`` are 1, as trec_eval reads them; ``0.5`` is refused), a document judged twice for a query, an empty, missing or unreadable file.
 
     >>> q = read_qrels({"q1": {"d2": 1, "d1": 0}, "q0": {"d9": -1}})
     >>> q.qids.tolist(), q.offsets.tolist(), q.to_dict()["q1"] == {"d1": 0, "d2": 1}
@@ -348,8 +348,8 @@ def read_run(source: Source) -> Run:
             ``ScoredDoc``), or a DataFrame with those columns.
 
     Raises:
-        TrecFormatError: a line with fewer than 6 fields, a score that is not a number, a
-            document twice in a query (both lines named), an empty, missing or unreadable
+        TrecFormatError: a line with fewer than 6 fields, a score that is not a number or is
+            NaN, a document twice in a query (both lines named), an empty, missing or unreadable
             file.
 
     >>> r = read_run({"q1": {"a": 1.0, "b": 2.0, "c": 1.0}})
@@ -357,6 +357,11 @@ def read_run(source: Source) -> Run:
     (['b', 'c', 'a'], [2.0, 1.0, 1.0])
     """
     e = _entries(source, _RUN)
+    nan = np.isnan(e.values)
+    if nan.any():  # trec_eval's order of NaN scores is its C library's qsort's accident
+        i = int(np.argmax(nan))
+        reason = "score is NaN (trec_eval's ranking of NaN scores depends on its C library's sort)"
+        raise TrecFormatError(e.name, e.line_of(i), reason)
     key = _packed(e.qids, e.qid_names.size, _hash(e.docnos))
     key.sort()
     if np.any(key[1:] == key[:-1]):
