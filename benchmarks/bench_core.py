@@ -12,6 +12,9 @@ Times, on a [batch, n] batch of float32 scores and integer labels 0..4:
 
 Compile time (first call minus the median run) is reported apart from run
 time; run times are medians over ``--repeats`` runs. Ratios are to the floors.
+Each peer runs in its own interpreter with its default threads (``_machine``);
+the header records machine, versions and load, and "noisy" marks a row taken
+while the machine was busy (docs/benchmarks.md).
 
     python benchmarks/bench_core.py [--batch 2000] [--n 1000] [--repeats 7]
 """
@@ -21,10 +24,11 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import platform
 import statistics
+import tempfile
 import time
 
+import _machine
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -36,6 +40,8 @@ CUTS = (5, 10, 20, 100, 1000)
 
 
 def _time(fn, repeats):
+    """(median run, compile = first call minus median, "noisy" or "") of ``fn``."""
+    watch = _machine.Watch()
     t0 = time.perf_counter()
     jax.block_until_ready(fn())
     first = time.perf_counter() - t0
@@ -45,27 +51,13 @@ def _time(fn, repeats):
         jax.block_until_ready(fn())
         runs.append(time.perf_counter() - t0)
     median = statistics.median(runs)
-    return median, max(first - median, 0.0)
+    return median, max(first - median, 0.0), watch.stop().flag
 
 
 # The measures of all_metrics that jaxrank.compute names (ir_measures' strings; DCG and
 # fall-out have none, NumRet and NumRelRet no cutoff).
 MEASURES = [f"{m}@{k}" for m in ("P", "R", "AP", "RR", "nDCG", "Success", "ERR", "RBP") for k in CUTS]
 MEASURES += ["Rprec", "NumRet", "NumRel", "NumRelRet"]
-
-
-def _machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, {platform.system()}"
-
-
-def _load() -> str:
-    return " ".join(f"{v:.1f}" for v in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
 
 
 def all_metrics(scores, labels, ranker, shared=True):
@@ -91,43 +83,61 @@ def all_metrics(scores, labels, ranker, shared=True):
     ]
 
 
+# Each peer as its users run it: its own interpreter, default threads, only numpy and the peer
+# imported. Setup (reading the arrays, building the peer's inputs) is not timed.
+_LOAD = "import numpy as np\nscores, labels = np.load({s!r}), np.load({y!r})\nbatch, n = scores.shape\n"
+PEERS = [
+    (
+        "pytrec_eval ndcg_cut.10 (evaluate only)",
+        "pytrec_eval",
+        """import pytrec_eval
+qrels = {f"q{b}": {f"d{i}": int(labels[b, i]) for i in range(n)} for b in range(batch)}
+run = {f"q{b}": {f"d{i}": float(scores[b, i]) for i in range(n)} for b in range(batch)}
+evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"})""",
+        "evaluator.evaluate(run)",
+    ),
+    (
+        "ranx evaluate ndcg@10 (numba)",
+        "ranx",
+        """from ranx import Qrels, Run, evaluate
+qrels = Qrels.from_dict({f"q{b}": {f"d{i}": int(labels[b, i]) for i in range(n) if labels[b, i] > 0} for b in range(batch)})
+run = Run.from_dict({f"q{b}": {f"d{i}": float(scores[b, i]) for i in range(n)} for b in range(batch)})""",
+        # ranx caches results on the run; time a fresh evaluation
+        "run.mean_scores = {}\nevaluate(qrels, run, 'ndcg@10', make_comparable=False)",
+    ),
+    (
+        "scikit-learn ndcg_score(k=10)",
+        "sklearn",
+        "from sklearn.metrics import ndcg_score",
+        "ndcg_score(labels, scores, k=10)",
+    ),
+    (
+        "torchmetrics retrieval_normalized_dcg(top_k=10), loop",
+        "torchmetrics",
+        """import torch
+from torchmetrics.functional.retrieval import retrieval_normalized_dcg
+ts, tl = torch.from_numpy(scores), torch.from_numpy(labels)""",
+        "[retrieval_normalized_dcg(ts[b], tl[b], top_k=10) for b in range(batch)]",
+    ),
+]
+PEER_DISTRIBUTIONS = ("pytrec-eval-terrier", "ranx", "scikit-learn", "torch", "torchmetrics")
+
+
 def peers(scores, labels, repeats):
+    """Rows for the installed peers, each timed in its own subprocess (``_machine.time_in_subprocess``)."""
     rows = []
-    batch, n = scores.shape
-    if importlib.util.find_spec("pytrec_eval"):
-        import pytrec_eval
-
-        qrels = {f"q{b}": {f"d{i}": int(labels[b, i]) for i in range(n)} for b in range(batch)}
-        run = {f"q{b}": {f"d{i}": float(scores[b, i]) for i in range(n)} for b in range(batch)}
-        evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"})
-        rows.append(("pytrec_eval ndcg_cut.10 (evaluate only)", *_time(lambda: evaluator.evaluate(run), repeats)))
-    if importlib.util.find_spec("ranx"):
-        from ranx import Qrels, Run, evaluate
-
-        qrels_r = Qrels.from_dict(
-            {f"q{b}": {f"d{i}": int(labels[b, i]) for i in range(n) if labels[b, i] > 0} for b in range(batch)}
-        )
-        run_r = Run.from_dict({f"q{b}": {f"d{i}": float(scores[b, i]) for i in range(n)} for b in range(batch)})
-
-        def ranx_ndcg():
-            run_r.mean_scores = {}  # ranx caches results on the run; time a fresh evaluation
-            return evaluate(qrels_r, run_r, "ndcg@10", make_comparable=False)
-
-        rows.append(("ranx evaluate ndcg@10 (numba)", *_time(ranx_ndcg, repeats)))
-    if importlib.util.find_spec("sklearn"):
-        from sklearn.metrics import ndcg_score
-
-        rows.append(("scikit-learn ndcg_score(k=10)", *_time(lambda: ndcg_score(labels, scores, k=10), repeats)))
-    if importlib.util.find_spec("torchmetrics"):
-        import torch
-        from torchmetrics.functional.retrieval import retrieval_normalized_dcg
-
-        ts, tl = torch.from_numpy(scores), torch.from_numpy(labels)
-
-        def tm():
-            return [retrieval_normalized_dcg(ts[b], tl[b], top_k=10) for b in range(batch)]
-
-        rows.append(("torchmetrics retrieval_normalized_dcg(top_k=10), loop", *_time(tm, max(1, repeats // 3))))
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {"s": os.path.join(tmp, "scores.npy"), "y": os.path.join(tmp, "labels.npy")}
+        np.save(paths["s"], scores)
+        np.save(paths["y"], labels)
+        for name, module, setup, stmt in PEERS:
+            if not importlib.util.find_spec(module):
+                continue
+            # torchmetrics loops over queries in Python: fewer repeats
+            n_runs = max(1, repeats // 3) if module == "torchmetrics" else repeats
+            r = _machine.time_in_subprocess(_LOAD.format(**paths) + setup, stmt, repeats=n_runs + 1)
+            median = statistics.median(r["runs_s"][1:])  # the first call warms up (numba compiles)
+            rows.append((name, median, max(r["runs_s"][0] - median, 0.0), "noisy" if r["noisy"] else ""))
     return rows
 
 
@@ -139,16 +149,20 @@ def main(argv=None):
     parser.add_argument("--no-peers", action="store_true")
     args = parser.parse_args(argv)
 
-    load_before = _load()
+    run = _machine.start(
+        peers=() if args.no_peers else PEER_DISTRIBUTIONS,
+        extra={"backend": jax.default_backend(), "shape": f"[{args.batch}, {args.n}]", "repeats": args.repeats},
+    )
+    print(run.header(), flush=True)
     rng = np.random.default_rng(0)
     scores_np = rng.standard_normal((args.batch, args.n)).astype(np.float32)
     labels_np = rng.integers(0, 5, (args.batch, args.n)).astype(np.int32)
     scores, labels = jnp.asarray(scores_np), jnp.asarray(labels_np)
 
     top_k = jax.jit(lambda s: lax.top_k(s, 10))
-    floor_topk, c_topk = _time(lambda: top_k(scores), args.repeats)
-    floor_sort, _ = _time(lambda: np.argsort(scores_np, axis=-1), args.repeats)
-    rows = [("lax.top_k(scores, 10)", floor_topk, c_topk), ("numpy.argsort(scores)", floor_sort, 0.0)]
+    floor_topk, c_topk, f_topk = _time(lambda: top_k(scores), args.repeats)
+    floor_sort, _, f_sort = _time(lambda: np.argsort(scores_np, axis=-1), args.repeats)
+    rows = [("lax.top_k(scores, 10)", floor_topk, c_topk, f_topk), ("numpy.argsort(scores)", floor_sort, 0.0, f_sort)]
     missing = []
     for ties in ("stable", "expected"):
         ranker = jaxrank.hard(ties)
@@ -186,19 +200,19 @@ def main(argv=None):
         rows += peers(scores_np, labels_np, args.repeats)
 
     print(
-        f"# [{args.batch}, {args.n}] float32 scores, labels 0..4, backend={jax.default_backend()}, "
-        f"median of {args.repeats} runs"
+        f"\n# [{args.batch}, {args.n}] float32 scores, labels 0..4, backend={jax.default_backend()}, "
+        f"median of {args.repeats} runs; peers each in its own process\n"
     )
-    print(
-        f"# jax {jax.__version__}, numpy {np.__version__}, python {platform.python_version()}; "
-        f"{_machine()}; load average before / after: {load_before} / {_load()}\n"
-    )
-    print("| what | run (ms) | compile (ms) | / top_k | / argsort |")
-    print("|---|---:|---:|---:|---:|")
-    for name, run, compile_s in rows:
-        print(f"| {name} | {run * 1e3:.1f} | {compile_s * 1e3:.0f} | {run / floor_topk:.2f} | {run / floor_sort:.2f} |")
+    print("| what | run (ms) | compile (ms) | / top_k | / argsort | load |")
+    print("|---|---:|---:|---:|---:|---|")
+    for name, seconds, compile_s, flag in rows:
+        print(
+            f"| {name} | {seconds * 1e3:.1f} | {compile_s * 1e3:.0f} | {seconds / floor_topk:.2f} "
+            f"| {seconds / floor_sort:.2f} | {flag} |"
+        )
     for name in missing:
-        print(f"| {name} | missing | | | |")
+        print(f"| {name} | missing | | | | |")
+    print("\n" + run.finish())
 
 
 if __name__ == "__main__":

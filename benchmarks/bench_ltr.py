@@ -23,6 +23,10 @@ Two commands:
 
     Settings are printed best first (mean validation nDCG@10 over folds and
     seeds, at the end of training and at the best checkpoint).
+
+Both print a header (machine, versions, load before) and a footer (load after, and
+whether the run was "noisy": docs/benchmarks.md); ``tune`` marks each setting's row.
+Wall times are the only timings here; the nDCG numbers do not depend on the load.
 """
 
 from __future__ import annotations
@@ -30,11 +34,11 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import platform
 import sys
 import time
 from pathlib import Path
 
+import _machine
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
@@ -78,6 +82,7 @@ def tune(args) -> list:
             overrides.setdefault("eval_every", args.eval_every)
             curves, finals = [], []
             start = time.perf_counter()
+            watch = _machine.Watch()
             for fold in range(args.folds):
                 r = train_ltr.run(
                     [loss],
@@ -106,12 +111,13 @@ def tune(args) -> list:
                 curve=curve.round(4).tolist(),
                 steps=steps,
                 seconds=time.perf_counter() - start,
+                load=watch.stop().flag,
             )
             rows.append(row)
             print(
                 f"{loss:>22} {json.dumps(setting):60s} final {row['final']:.4f} "
                 f"(± {row['final_std_over_folds']:.4f} over folds)  best {row['best']:.4f} "
-                f"@ {row['best_step']}  [{row['seconds']:.0f}s]",
+                f"@ {row['best_step']}  [{row['seconds']:.0f}s{' noisy' if row['load'] else ''}]",
                 flush=True,
             )
     print("\nbest first:")
@@ -131,13 +137,9 @@ def full(args) -> dict:
     if args.no_progress:
         argv += ["--no-progress"]
     start = time.perf_counter()
-    results = train_ltr.main(argv)
-    import jax
-
-    print(
-        f"\n{time.perf_counter() - start:.0f} s in all; jax {jax.__version__} on "
-        f"{jax.devices()[0].platform} ({platform.processor() or platform.machine()})"
-    )
+    with _machine.Watch() as watch:
+        results = train_ltr.main(argv)
+    print(f"\n{time.perf_counter() - start:.0f} s in all {watch.flag}")
     for name, r in results["losses"].items():
         print(f"  {name}: {r['seconds']:.0f} s")
     return results
@@ -166,7 +168,11 @@ def main(argv=None):
     t.add_argument("--data", default=str(train_ltr.DEFAULT_DATA))
     t.add_argument("--json")
     args = p.parse_args(argv)
-    return full(args) if args.command == "full" else tune(args)
+    run = _machine.start(peers=("optax", "lightgbm"), extra={"command": args.command})
+    print(run.header(), flush=True)
+    result = full(args) if args.command == "full" else tune(args)
+    print("\n" + run.finish())
+    return result
 
 
 if __name__ == "__main__":

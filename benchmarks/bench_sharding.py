@@ -17,7 +17,8 @@ configuration runs in a fresh subprocess. The sharded values must equal the
 median run) is reported apart from the median run time over ``--repeats`` runs.
 Host devices share the machine's cores: with fewer cores than devices the
 sharded runs cannot be faster; they show that the paths run, stay correct, and
-what they cost.
+what they cost. The header records machine, versions and load; the "load" row says
+"noisy" for a configuration taken while the machine was busy (docs/benchmarks.md).
 
     python benchmarks/bench_sharding.py [--batch 8192] [--n 200] [--repeats 5]
 """
@@ -27,12 +28,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+import _machine
 
 CUTS = (5, 10, 100)
 METRICS = (
@@ -108,26 +110,6 @@ def _worker(config: str, batch: int, n: int, repeats: int, out: str) -> None:
     json.dump({"devices": len(jax.devices()), "times": results}, sys.stdout)
 
 
-def _machine() -> str:
-    import jax
-    import numpy as np
-
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    return (
-        f"{cpu}, {os.cpu_count()} cores, load average {load}; "
-        f"jax {jax.__version__}, numpy {np.__version__}, Python {platform.python_version()}"
-    )
-
-
 def _run_config(config: str, devices: int, args, out: str) -> dict:
     env = dict(os.environ)
     flags = env.get("XLA_FLAGS", "")
@@ -155,17 +137,18 @@ def main() -> None:
 
     import numpy as np
 
-    print(f"batch={args.batch} n={args.n} repeats={args.repeats} k={CUTS} (r_precision: no k)")
-    print(_machine())
-    runs, values = {}, {}
+    run = _machine.start(extra={"batch": args.batch, "n": args.n, "repeats": args.repeats, "k": CUTS})
+    print(run.header(), flush=True)
+    runs, values, flags = {}, {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         for config, devices in CONFIGS:
             out = os.path.join(tmp, f"{config}.npz")
-            runs[config] = _run_config(config, devices, args, out)
+            with run.watch() as watch:
+                runs[config] = _run_config(config, devices, args, out)
+            flags[config] = watch.flag
             with np.load(out) as z:
                 values[config] = {k: z[k] for k in z.files}
             print(f"  {config}: {runs[config]['devices']} device(s) done", flush=True)
-    print(f"load average after the runs: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
     head = (
         "| metric: run ms (compile s) | 1 device, jit | 8 devices, shard_map | 8 devices, jit sharded | max abs diff |"
@@ -187,6 +170,8 @@ def main() -> None:
     base = totals["1dev"]
     ratios = " | ".join(f"{1e3 * v:.0f} ms ({v / base:.2f}x)" for v in totals.values())
     print(f"| **sum of runs** | {ratios} | |")
+    print("| load | " + " | ".join(flags[c] or "quiet" for c in runs) + " | |")
+    print("\n" + run.finish())
     assert worst <= 1e-6, f"sharded values differ from 1 device by {worst}"
 
 
