@@ -7,6 +7,15 @@ to the caller, e.g. ``jnp.mean(ndcg_loss(scores, labels, where=mask))``.
 Masked items never contribute and get zero gradient; a list without valid
 items has loss 0 (or 1 for the metric losses, whose metric is 0 there).
 
+The baselines also take ``segments[..., n]`` (integer ids: several lists packed
+in one row, rax's convention; items interact only within their segment) and
+return then ``[..., n]``: each segment's loss at its first valid item, 0
+elsewhere, so that ``loss.sum(-1)`` sums the row's lists and the value of every
+list equals that of the same list padded apart. ``weights[..., n]`` weighs the
+items where rax does (the label distribution of the softmax losses, the terms
+of the others, the first item of each pair), and the pairwise losses take a
+``lambdaweight=`` from :mod:`jaxrank.lambdaweights`.
+
 *Metric losses* are ``1 - metric`` with a smooth ranker from
 :mod:`jaxrank.ranking.smooth`: the same metric code as evaluation, relaxed by the ranker.
 *Baselines* are the classic surrogate losses, written directly.
@@ -20,8 +29,10 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxrank import _checks, metrics
-from jaxrank.ranking._backend import argsort_descending, inverse_permutation, sort_key
+from jaxrank import _checks, _lists, lambdaweights, metrics
+from jaxrank.metrics import _common as _c
+from jaxrank.ranking._backend import inverse_permutation
+from jaxrank.ranking._ties import take
 from jaxrank.ranking.pairwise import approx
 from jaxrank.ranking.smooth import _masked_logsumexp
 
@@ -32,21 +43,19 @@ __all__ = [
     "metric_loss",
     "mrr_loss",
     "ndcg_loss",
+    "pairwise_hinge",
     "pairwise_logistic",
+    "pairwise_mse",
+    "pairwise_qr",
+    "pairwise_soft_zero_one",
+    "pointwise_mse",
+    "pointwise_sigmoid",
+    "poly1_softmax",
     "softmax_cross_entropy",
+    "unique_softmax",
 ]
 
 _DEFAULT_RANKER = approx()
-
-
-def _prepare(scores, labels, where):
-    scores = _checks.scores(scores)
-    labels = _checks.same_shape(labels, scores.shape, "labels")
-    valid = _checks.mask(where, scores.shape, broadcast=True)
-    dtype = jnp.promote_types(jnp.promote_types(scores.dtype, jnp.float32), jnp.result_type(float))
-    s = jnp.where(valid, scores.astype(dtype), 0)
-    y = jnp.where(valid, labels.astype(dtype), 0)
-    return s, y, valid
 
 
 # Metric losses ------------------------------------------------------------------------
@@ -124,50 +133,336 @@ def ap_loss(scores, labels, *, k=None, where=None, ranker=_DEFAULT_RANKER, **met
     )
 
 
-# Baselines ---------------------------------------------------------------------------------
-def softmax_cross_entropy(scores, labels, *, where=None) -> jax.Array:
+# Baselines: shared pieces --------------------------------------------------------------------
+def _log_softmax(lists: _lists.Lists) -> jax.Array:
+    """Log-softmax of the scores over the valid items of each list (or segment)."""
+    s = lists.scores
+    if lists.same is None:
+        return s - _masked_logsumexp(s, lists.valid, axis=-1)
+    rows = jnp.broadcast_to(s[..., None, :], lists.same.shape)
+    return s - _masked_logsumexp(rows, lists.same, axis=-1)[..., 0]
+
+
+def _distribution(lists: _lists.Lists, values: jax.Array, empty: str = "zero") -> jax.Array:
+    """``values`` divided by their sum over each list (or segment); where that sum is 0,
+    0 (``empty="zero"``) or uniform over the valid items (``"uniform"``)."""
+    values = jnp.where(lists.valid, values, 0)
+    ones = lists.valid.astype(values.dtype)
+    if lists.same is None:
+        total = jnp.sum(values, axis=-1, keepdims=True)
+        count = jnp.sum(ones, axis=-1, keepdims=True)
+    else:
+        total, count = _lists.segment_sum(values, lists.same), _lists.segment_sum(ones, lists.same)
+    p = values / jnp.where(total != 0, total, 1)
+    if empty == "uniform":
+        p = jnp.where(total != 0, p, ones / jnp.maximum(count, 1))
+    return p
+
+
+def _label_mass(lists: _lists.Lists) -> jax.Array:
+    """Weighted labels clipped at 0: the unnormalised target of the softmax losses."""
+    y = jnp.maximum(lists.labels, 0)
+    return y if lists.weights is None else y * lists.weights
+
+
+def _cross_entropy(lists: _lists.Lists, p: jax.Array) -> jax.Array:
+    return _lists.per_list(-p * _log_softmax(lists), lists)
+
+
+def _poly1(lists: _lists.Lists, ce: jax.Array, p: jax.Array, epsilon: float) -> jax.Array:
+    """``ce + epsilon (1 - pt)``, ``pt`` the softmax probability of the target ``p``; 0 at
+    the positions (segments) where ``ce`` holds no list."""
+    pt = _lists.per_list(p * jnp.exp(_log_softmax(lists)), lists)
+    if lists.same is None:
+        holds = jnp.any(lists.valid, axis=-1)
+    else:
+        holds = _lists.first_of_segment(lists.same)
+    return jnp.where(holds, ce + epsilon * (1 - pt), 0)
+
+
+def _unique_softmax_terms(lists: _lists.Lists, gain) -> jax.Array:
+    """Per item, :math:`-g_i w_i \\log(e^{s_i} / (e^{s_i} + \\sum_{j: y_j < y_i} e^{s_j}))`."""
+    s, y = lists.scores, lists.labels
+    n = s.shape[-1]
+    pairs = _lists.pair_mask(lists.valid) if lists.same is None else lists.same
+    below = (y[..., None, :] < y[..., :, None]) | jnp.eye(n, dtype=bool)
+    rows = jnp.broadcast_to(s[..., None, :], pairs.shape)
+    log_p = s - _masked_logsumexp(rows, pairs & below, axis=-1)[..., 0]
+    if lists.weights is not None:
+        log_p = log_p * lists.weights
+    if gain is not None:
+        log_p = log_p * _c.gain_fn(gain)(lists.labels)
+    return -log_p
+
+
+def _listmle_terms(lists: _lists.Lists, key) -> jax.Array:
+    """Per item, :math:`\\log \\sum_{q \\ge p_i} e^{s_{\\pi(q)}} - s_i`, ``p_i`` the item's
+    position by label (descending; ties in input order, or in a random order drawn
+    from ``key``), within its list or segment."""
+    s, y, valid = lists.scores, lists.labels, lists.valid
+    order = _lists.order(y, valid, key)
+    if lists.same is not None:
+        pos = inverse_permutation(order)
+        later = lists.same & (pos[..., None, :] >= pos[..., :, None])
+        rows = jnp.broadcast_to(s[..., None, :], later.shape)
+        return _masked_logsumexp(rows, later, axis=-1)[..., 0] - s
+    n = s.shape[-1]
+    s_sorted = take(s, order)
+    inside = jnp.arange(n) < jnp.sum(valid, axis=-1, keepdims=True)
+    # Items past the valid prefix stand at the lowest finite value: they add
+    # exp(-huge) = 0 to every suffix sum that contains a valid item.
+    low = jnp.finfo(s.dtype).min / 2
+    x = jnp.where(inside, s_sorted, low)
+    suffix = lax.cumlogsumexp(x, axis=x.ndim - 1, reverse=True)
+    terms_sorted = jnp.where(inside, suffix - x, 0)
+    return take(terms_sorted, inverse_permutation(order))
+
+
+# A pair loss maps (s_i - s_j, y_i - y_j) to (loss of the pair, whether the pair counts).
+PairLoss = Callable[[jax.Array, jax.Array], tuple[jax.Array, jax.Array]]
+
+
+def _pair_terms(
+    scores, labels, where, segments, weights, pair_loss: PairLoss, lambdaweight
+) -> tuple[jax.Array, jax.Array, _lists.Lists]:
+    """``[..., n, n]`` pair losses (0 where the pair does not count) and the pairs that count."""
+    lists = _lists.prepare(scores, labels, where, segments, weights)
+    s, y = lists.scores, lists.labels
+    loss, counts = pair_loss(s[..., :, None] - s[..., None, :], y[..., :, None] - y[..., None, :])
+    counts = counts & (_lists.pair_mask(lists.valid) if lists.same is None else lists.same)
+    if lists.weights is not None:
+        loss = loss * lists.weights[..., :, None]
+    if lambdaweight is not None:
+        lw = lambdaweight(scores, labels, where=where, segments=segments, weights=weights)
+        loss = loss * jnp.asarray(lw).reshape(counts.shape)
+    return jnp.where(counts, loss, 0), counts, lists
+
+
+def _pairwise(scores, labels, where, segments, weights, pair_loss: PairLoss, lambdaweight) -> jax.Array:
+    terms, _, lists = _pair_terms(scores, labels, where, segments, weights, pair_loss, lambdaweight)
+    return _lists.per_list(jnp.sum(terms, axis=-1), lists)
+
+
+def _higher_first(y_diff):
+    return y_diff > 0
+
+
+def _logistic(s_diff, y_diff):
+    return jax.nn.softplus(-s_diff), _higher_first(y_diff)
+
+
+def _hinge(s_diff, y_diff):
+    return jax.nn.relu(1 - s_diff), _higher_first(y_diff)
+
+
+def _soft_zero_one(s_diff, y_diff):
+    return jax.nn.sigmoid(-s_diff), _higher_first(y_diff)
+
+
+def _mse(s_diff, y_diff):
+    return jnp.square(s_diff - y_diff), jnp.ones(y_diff.shape, bool)
+
+
+def _qr(tau: float, squared: bool) -> PairLoss:
+    def loss(s_diff, y_diff):
+        under, over = jax.nn.relu(y_diff - s_diff), jax.nn.relu(s_diff - y_diff)
+        if squared:
+            under, over = jnp.square(under), jnp.square(over)
+        return tau * under + (1 - tau) * over, _higher_first(y_diff)
+
+    return loss
+
+
+def _pointwise_terms(lists: _lists.Lists, fn) -> jax.Array:
+    terms = fn(lists.scores, lists.labels)
+    return terms if lists.weights is None else terms * lists.weights
+
+
+def _squared_error(s, y):
+    return jnp.square(s - y)
+
+
+def _sigmoid_cross_entropy(s, y):
+    return jax.nn.softplus(s) - s * jnp.clip(y, 0, 1)
+
+
+# Listwise baselines ------------------------------------------------------------------------
+def softmax_cross_entropy(scores, labels, *, where=None, segments=None, weights=None) -> jax.Array:
     """ListNet-style softmax cross-entropy against the label distribution.
 
-    .. math:: \\ell = -\\sum_i \\frac{y_i}{\\sum_j y_j} \\log \\frac{e^{s_i}}{\\sum_j e^{s_j}}
+    .. math:: \\ell = -\\sum_i p_i \\log \\frac{e^{s_i}}{\\sum_j e^{s_j}}, \\qquad
+        p_i = \\frac{w_i \\max(y_i, 0)}{\\sum_j w_j \\max(y_j, 0)}
 
-    over valid items, with labels clipped at 0; 0 when no label is positive.
+    over the valid items of each list (segment); 0 when no label is positive.
 
     Example:
       >>> import jax.numpy as jnp
       >>> round(float(softmax_cross_entropy(jnp.array([0.0, 0.0]), jnp.array([1, 0]))), 5)  # log 2
       0.69315
     """
-    s, y, valid = _prepare(scores, labels, where)
-    y = jnp.maximum(y, 0)
-    total = jnp.sum(y, axis=-1, keepdims=True)
-    p = y / jnp.where(total > 0, total, 1)
-    log_softmax = s - _masked_logsumexp(s, valid, axis=-1)
-    return -jnp.sum(jnp.where(valid, p * log_softmax, 0), axis=-1)
+    lists = _lists.prepare(scores, labels, where, segments, weights)
+    return _cross_entropy(lists, _distribution(lists, _label_mass(lists)))
 
 
-def _pairs(y, valid):
-    """``[..., n, n]`` mask of the valid pairs ``(i, j)`` with ``y_i > y_j``."""
-    return (y[..., :, None] > y[..., None, :]) & valid[..., :, None] & valid[..., None, :]
+def poly1_softmax(scores, labels, *, epsilon: float = 1.0, where=None, segments=None, weights=None) -> jax.Array:
+    """Poly-1 softmax loss (Leng et al., 2022): the softmax cross-entropy plus
+    ``epsilon`` times one minus the softmax probability of the targets.
+
+    .. math:: \\ell = \\text{CE}(s, p) + \\epsilon\\Big(1 - \\sum_i p_i
+        \\frac{e^{s_i}}{\\sum_j e^{s_j}}\\Big)
+
+    with ``p`` as in :func:`softmax_cross_entropy`; 0 when no label is positive.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> round(float(poly1_softmax(jnp.array([0.0, 0.0]), jnp.array([1, 0]))), 5)  # log 2 + 1/2
+      1.19315
+    """
+    lists = _lists.prepare(scores, labels, where, segments, weights)
+    p = _distribution(lists, _label_mass(lists))
+    loss = _poly1(lists, _cross_entropy(lists, p), p, epsilon)
+    return jnp.where(_lists.per_list(p, lists) > 0, loss, 0)
 
 
-def pairwise_logistic(scores, labels, *, where=None) -> jax.Array:
-    """RankNet pairwise logistic loss (Burges et al., 2005), summed over pairs.
+def unique_softmax(scores, labels, *, where=None, segments=None, weights=None, gain: _c.Gain = "exp") -> jax.Array:
+    """Unique softmax loss (Zhu & Klabjan, 2020): each item against the items of
+    lower label only.
+
+    .. math:: \\ell = -\\sum_i G(y_i)\\, w_i \\log \\frac{e^{s_i}}{e^{s_i} + \\sum_{j:\\ y_j < y_i} e^{s_j}}
+
+    ``gain``: ``"exp"`` (:math:`2^y - 1`), ``"linear"``, a callable on labels, or None
+    (:math:`G = 1`). O(n^2) per list.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> round(float(unique_softmax(jnp.array([0.0, 0.0]), jnp.array([1, 0]))), 5)  # log 2
+      0.69315
+    """
+    lists = _lists.prepare(scores, labels, where, segments, weights)
+    return _lists.per_list(_unique_softmax_terms(lists, gain), lists)
+
+
+def listmle(scores, labels, *, where=None, segments=None, key=None) -> jax.Array:
+    """ListMLE (Xia et al., 2008): negative Plackett-Luce log-likelihood of the
+    order of the labels.
+
+    .. math:: \\ell = \\sum_{p=1}^{m} \\Big(\\log \\sum_{q \\ge p} e^{s_{\\pi(q)}} - s_{\\pi(p)}\\Big)
+
+    :math:`\\pi` sorts the ``m`` valid items by label, descending (:func:`jaxrank.hard`);
+    equal labels keep their input order, or, with a PRNG ``key``, a random order.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> round(float(listmle(jnp.array([0.0, 0.0]), jnp.array([1, 0]))), 5)  # log 2 + log 1
+      0.69315
+    """
+    lists = _lists.prepare(scores, labels, where, segments)
+    return _lists.per_list(_listmle_terms(lists, key), lists)
+
+
+# Pairwise baselines ------------------------------------------------------------------------
+_PAIRWISE_DOC = """
+
+    Summed over the pairs ``(i, j)`` of valid items (of one segment){pairs}, each
+    pair's loss multiplied by ``weights[i]`` and by ``lambdaweight(scores, labels,
+    where=, segments=, weights=)[..., i, j]`` (see :mod:`jaxrank.lambdaweights`, whose
+    weights carry no gradient). O(n^2) per list.
+"""
+
+
+def pairwise_logistic(scores, labels, *, where=None, segments=None, weights=None, lambdaweight=None) -> jax.Array:
+    """RankNet pairwise logistic loss (Burges et al., 2005).
 
     .. math:: \\ell = \\sum_{i, j:\\ y_i > y_j} \\log\\big(1 + e^{-(s_i - s_j)}\\big)
-
-    O(n^2) per list.
 
     Example:
       >>> import jax.numpy as jnp
       >>> round(float(pairwise_logistic(jnp.array([1.0, 0.0]), jnp.array([0, 1]))), 5)  # log(1 + e)
       1.31326
     """
-    s, y, valid = _prepare(scores, labels, where)
-    diff = s[..., :, None] - s[..., None, :]
-    return jnp.sum(jnp.where(_pairs(y, valid), jax.nn.softplus(-diff), 0), axis=(-2, -1))
+    return _pairwise(scores, labels, where, segments, weights, _logistic, lambdaweight)
 
 
-def lambda_loss(scores, labels, *, where=None, mu: float = 10.0, gain: str = "exp") -> jax.Array:
+def pairwise_hinge(scores, labels, *, where=None, segments=None, weights=None, lambdaweight=None) -> jax.Array:
+    """Pairwise hinge loss (RankSVM).
+
+    .. math:: \\ell = \\sum_{i, j:\\ y_i > y_j} \\max\\big(0, 1 - (s_i - s_j)\\big)
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> float(pairwise_hinge(jnp.array([1.0, 0.5]), jnp.array([0, 1])))
+      1.5
+    """
+    return _pairwise(scores, labels, where, segments, weights, _hinge, lambdaweight)
+
+
+def pairwise_soft_zero_one(scores, labels, *, where=None, segments=None, weights=None, lambdaweight=None) -> jax.Array:
+    """Pairwise soft zero-one loss: the sigmoid of each misordering.
+
+    .. math:: \\ell = \\sum_{i, j:\\ y_i > y_j} \\sigma\\big(-(s_i - s_j)\\big)
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> float(pairwise_soft_zero_one(jnp.array([0.0, 0.0]), jnp.array([0, 1])))
+      0.5
+    """
+    return _pairwise(scores, labels, where, segments, weights, _soft_zero_one, lambdaweight)
+
+
+def pairwise_mse(scores, labels, *, where=None, segments=None, weights=None, lambdaweight=None) -> jax.Array:
+    """Pairwise squared error between score and label differences, over every
+    ordered pair (each unordered pair twice; equal labels included).
+
+    .. math:: \\ell = \\sum_{i, j} \\big((y_i - y_j) - (s_i - s_j)\\big)^2
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> float(pairwise_mse(jnp.array([0.0, 0.0]), jnp.array([0, 1])))  # 1 + 1
+      2.0
+    """
+    return _pairwise(scores, labels, where, segments, weights, _mse, lambdaweight)
+
+
+def pairwise_qr(
+    scores,
+    labels,
+    *,
+    tau: float = 0.5,
+    squared: bool = False,
+    where=None,
+    segments=None,
+    weights=None,
+    lambdaweight=None,
+) -> jax.Array:
+    """Pairwise quantile-regression loss: the pinball loss of the score difference
+    at quantile ``tau`` in (0, 1] of the label difference (squared hinges with ``squared``).
+
+    .. math:: \\ell = \\sum_{i, j:\\ y_i > y_j} \\tau \\max(0, \\Delta y_{ij} - \\Delta s_{ij})
+        + (1 - \\tau) \\max(0, \\Delta s_{ij} - \\Delta y_{ij})
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> float(pairwise_qr(jnp.array([0.0, 0.0]), jnp.array([0, 1]), tau=0.25))  # 0.25 * 1
+      0.25
+    """
+    if isinstance(tau, bool) or not isinstance(tau, (int, float)) or not 0 < tau <= 1:
+        raise ValueError(f"tau must be in (0, 1], got {tau!r}")
+    _checks.boolean(squared, "squared")
+    return _pairwise(scores, labels, where, segments, weights, _qr(float(tau), squared), lambdaweight)
+
+
+for _f, _pairs_text in (
+    (pairwise_logistic, " with ``y_i > y_j``"),
+    (pairwise_hinge, " with ``y_i > y_j``"),
+    (pairwise_soft_zero_one, " with ``y_i > y_j``"),
+    (pairwise_mse, ""),
+    (pairwise_qr, " with ``y_i > y_j``"),
+):
+    _head, _example = _f.__doc__.split("\n\n    Example:")
+    _f.__doc__ = _head + _PAIRWISE_DOC.format(pairs=_pairs_text) + "\n    Example:" + _example
+
+
+def lambda_loss(scores, labels, *, where=None, segments=None, mu: float = 10.0, gain: _c.Gain = "exp") -> jax.Array:
     """LambdaLoss with the NDCG-Loss2++ weights (Wang et al., 2018).
 
     .. math::
@@ -179,9 +474,11 @@ def lambda_loss(scores, labels, *, where=None, mu: float = 10.0, gain: str = "ex
     with :math:`D_r = \\log_2(1 + r)`, :math:`r_i` the current rank of item
     ``i`` (by score, ties by index, no gradient), and
     :math:`G_i = (2^{y_i} - 1) / IDCG` (``gain="exp"``) or :math:`y_i / IDCG`
-    (``gain="linear"``), IDCG the ideal DCG of the list. :math:`\\rho` is the
-    LambdaRank :math:`|\\Delta NDCG|` weight, :math:`\\delta` the NDCG-Loss2
-    weight; ``mu`` balances them. 0 when no label is positive. O(n^2) per list.
+    (``gain="linear"``), IDCG the ideal DCG of the list. :math:`\\rho |G_i - G_j|` is the
+    LambdaRank :math:`|\\Delta NDCG|` weight (:func:`jaxrank.lambdaweights.dcg`),
+    :math:`\\delta |G_i - G_j|` the NDCG-Loss2 weight (:func:`jaxrank.lambdaweights.dcg2`);
+    ``mu`` balances them: this is :func:`pairwise_logistic` in base 2 with their sum as
+    ``lambdaweight``. 0 when no label is positive. O(n^2) per list.
 
     Example:
       >>> import jax.numpy as jnp
@@ -190,53 +487,40 @@ def lambda_loss(scores, labels, *, where=None, mu: float = 10.0, gain: str = "ex
       >>> round(float(lambda_loss(jnp.array([1.0, 0.0]), jnp.array([1, 0]), mu=1.0)), 4)
       0.3336
     """
-    if gain not in ("exp", "linear"):
-        raise ValueError(f"gain must be 'exp' or 'linear', got {gain!r}")
-    s, y, valid = _prepare(scores, labels, where)
-    y = jnp.maximum(y, 0)
-    g = jnp.exp2(y) - 1 if gain == "exp" else y
-    g = jnp.where(valid, g, 0)
-    # positions by score, ties in input order (the ranking primitive, no gradient)
-    order = argsort_descending(sort_key(lax.stop_gradient(s), valid))
-    ranks = (inverse_permutation(order) + 1).astype(s.dtype)
-    idcg = metrics.dcg(g, g, where=valid)[..., None]
-    g = g / jnp.where(idcg > 0, idcg, 1)
+    _c.gain_fn(gain)  # fail early on a bad gain
 
-    def inv_d(r):
-        return 1 / jnp.log2(1 + r)
+    def weight(scores, labels, **kwargs):
+        rho = lambdaweights.dcg(scores, labels, gain=gain, **kwargs)
+        return rho + mu * lambdaweights.dcg2(scores, labels, gain=gain, **kwargs)
 
-    ri, rj = ranks[..., :, None], ranks[..., None, :]
-    gap = jnp.maximum(jnp.abs(ri - rj), 1)
-    rho = jnp.abs(inv_d(ri) - inv_d(rj))
-    delta = jnp.abs(inv_d(gap) - inv_d(gap + 1))
-    weight = (rho + mu * delta) * jnp.abs(g[..., :, None] - g[..., None, :])
-    diff = s[..., :, None] - s[..., None, :]
-    terms = weight * jax.nn.softplus(-diff) / jnp.log(2.0)
-    return jnp.sum(jnp.where(_pairs(y, valid), terms, 0), axis=(-2, -1))
+    loss = pairwise_logistic(scores, labels, where=where, segments=segments, lambdaweight=weight)
+    return loss / jnp.log(2.0)
 
 
-def listmle(scores, labels, *, where=None) -> jax.Array:
-    """ListMLE (Xia et al., 2008): negative Plackett-Luce log-likelihood of the
-    order of the labels.
+# Pointwise baselines ------------------------------------------------------------------------
+def pointwise_mse(scores, labels, *, where=None, segments=None, weights=None) -> jax.Array:
+    """Squared error of each score against its label, summed over the list.
 
-    .. math:: \\ell = \\sum_{p=1}^{m} \\Big(\\log \\sum_{q \\ge p} e^{s_{\\pi(q)}} - s_{\\pi(p)}\\Big)
-
-    :math:`\\pi` sorts the ``m`` valid items by label, descending; equal labels
-    keep their input order.
+    .. math:: \\ell = \\sum_i w_i (y_i - s_i)^2
 
     Example:
       >>> import jax.numpy as jnp
-      >>> round(float(listmle(jnp.array([0.0, 0.0]), jnp.array([1, 0]))), 5)  # log 2 + log 1
+      >>> float(pointwise_mse(jnp.array([1.0, 0.0]), jnp.array([0, 2])))
+      5.0
+    """
+    lists = _lists.prepare(scores, labels, where, segments, weights)
+    return _lists.per_list(_pointwise_terms(lists, _squared_error), lists)
+
+
+def pointwise_sigmoid(scores, labels, *, where=None, segments=None, weights=None) -> jax.Array:
+    """Sigmoid (binary) cross-entropy of each score against its label clipped to [0, 1].
+
+    .. math:: \\ell = -\\sum_i w_i \\big(y_i \\log \\sigma(s_i) + (1 - y_i) \\log(1 - \\sigma(s_i))\\big)
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> round(float(pointwise_sigmoid(jnp.array([0.0]), jnp.array([1]))), 5)  # log 2
       0.69315
     """
-    s, y, valid = _prepare(scores, labels, where)
-    n = s.shape[-1]
-    order = argsort_descending(sort_key(y, valid))
-    s_sorted = jnp.take_along_axis(s, order, axis=-1)
-    inside = jnp.arange(n) < jnp.sum(valid, axis=-1, keepdims=True)
-    # Items past the valid prefix stand at the lowest finite value: they add
-    # exp(-huge) = 0 to every suffix sum that contains a valid item.
-    low = jnp.finfo(s.dtype).min / 2
-    x = jnp.where(inside, s_sorted, low)
-    suffix = lax.cumlogsumexp(x, axis=x.ndim - 1, reverse=True)
-    return jnp.sum(jnp.where(inside, suffix - x, 0), axis=-1)
+    lists = _lists.prepare(scores, labels, where, segments, weights)
+    return _lists.per_list(_pointwise_terms(lists, _sigmoid_cross_entropy), lists)

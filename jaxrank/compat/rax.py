@@ -1,0 +1,495 @@
+"""rax 0.4's losses, lambdaweights, rank helpers and transformations, over jaxrank.
+
+Switch by changing the import: ``import rax`` becomes
+``from jaxrank.compat import rax``. Names, keywords, defaults and reductions are
+rax's: ``reduce_fn`` (default :func:`jax.numpy.mean`) over the items, pairs or lists
+rax reduces over, ``None`` for the unreduced values in rax's shapes (pairwise losses
+``[..., n * n]``; with ``segments``, ``[..., n]`` holding each segment's value at its
+first valid item). The computations are :mod:`jaxrank.losses`' and
+:mod:`jaxrank.lambdaweights`'; ranks come from :func:`jaxrank.hard` and
+:func:`jaxrank.approx`. Where this module differs from rax: docs/compat/rax.md.
+
+rax's metrics (``*_metric``) and ``approx_t12n`` / ``bound_t12n`` are not here
+(docs/compat/rax.md says why).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+from collections.abc import Callable
+from typing import Optional
+
+import jax
+import jax.numpy as jnp
+
+from jaxrank import _lists, lambdaweights, losses
+from jaxrank.losses import _hinge, _logistic, _mse, _qr, _soft_zero_one
+from jaxrank.ranking import approx
+
+__all__ = [
+    "dcg2_lambdaweight",
+    "dcg_lambdaweight",
+    "gumbel_t12n",
+    "labeldiff_lambdaweight",
+    "listmle_loss",
+    "pairwise_hinge_loss",
+    "pairwise_logistic_loss",
+    "pairwise_mse_loss",
+    "pairwise_qr_loss",
+    "pairwise_soft_zero_one_loss",
+    "pointwise_mse_loss",
+    "pointwise_sigmoid_loss",
+    "poly1_softmax_loss",
+    "segment_t12n",
+    "softmax_loss",
+    "unique_softmax_loss",
+    "utils",
+]
+
+Array = jax.Array
+ReduceFn = Callable[..., Array]
+
+
+def default_gain_fn(label: Array) -> Array:
+    """rax's default gain, :math:`2^y - 1` (negative labels not clipped)."""
+    return jnp.power(2.0, label) - 1.0
+
+
+def default_discount_fn(rank: Array) -> Array:
+    """rax's default discount, :math:`1 / \\log_2(1 + r)`."""
+    return 1.0 / jnp.log2(rank + 1)
+
+
+# Helpers of rax.utils ---------------------------------------------------------------------------
+def safe_reduce(a: Array, where: Optional[Array] = None, reduce_fn: Optional[ReduceFn] = None) -> Array:
+    """``reduce_fn(a, where=where)``; a masked mean over nothing is 0 (unless ``a``
+    holds NaN); without ``reduce_fn``, ``a`` with 0 where ``where`` is false."""
+    out = reduce_fn(a, where=where) if reduce_fn is not None else a
+    if reduce_fn is jnp.mean:
+        out = jnp.where(jnp.isnan(out) & ~jnp.any(jnp.isnan(a)), 0.0, out)
+    if reduce_fn is None and where is not None:
+        out = jnp.where(where, out, 0.0)
+    return out
+
+
+def compute_pairs(a: Array, op: Callable[[Array, Array], Array]) -> Array:
+    """``op(a[..., i], a[..., j])`` for every pair, flattened to ``[..., n * n]``."""
+    out = op(jnp.expand_dims(a, -1), jnp.expand_dims(a, -2))
+    out = jnp.broadcast_to(out, jnp.broadcast_shapes(out.shape, a.shape[:-1] + (a.shape[-1],) * 2))
+    return out.reshape(out.shape[:-2] + (-1,))
+
+
+def normalize_probabilities(
+    unscaled_probabilities: Array, *, where: Optional[Array] = None, segments: Optional[Array] = None, axis: int = -1
+) -> Array:
+    """Scale to sum to 1 over the valid items of each list (segment) along ``axis``;
+    uniform over the valid items where they sum to 0 (over all items where none is valid)."""
+    x = jnp.moveaxis(jnp.asarray(unscaled_probabilities), axis, -1)
+    where = None if where is None else jnp.moveaxis(jnp.asarray(where), axis, -1)
+    segments = None if segments is None else jnp.moveaxis(jnp.asarray(segments), axis, -1)
+    x = x.astype(jnp.promote_types(x.dtype, jnp.float32))
+    lists = _lists.prepare(x, x, where, segments)
+    p = losses._distribution(lists, lists.labels, empty="uniform")
+    if where is not None:
+        # A list (segment) without a valid item: uniform over all of its items.
+        seg = jnp.zeros(x.shape, jnp.int32) if segments is None else segments
+        same = seg[..., :, None] == seg[..., None, :]
+        none_valid = ~jnp.any(same & lists.valid[..., None, :], axis=-1)
+        p = jnp.where(none_valid, 1.0 / jnp.sum(same, axis=-1), p)
+    return jnp.moveaxis(p.astype(x.dtype), -1, axis)
+
+
+def ranks(
+    scores: Array,
+    *,
+    where: Optional[Array] = None,
+    segments: Optional[Array] = None,
+    axis: int = -1,
+    key: Optional[Array] = None,
+) -> Array:
+    """Exact 1-based ranks (:func:`jaxrank.hard`: by score, ties in input order or,
+    with ``key``, random), valid items first, within each segment. No gradient."""
+    scores = jnp.moveaxis(jnp.asarray(scores), axis, -1)
+    if segments is not None and axis not in (-1, scores.ndim - 1):
+        raise ValueError(f"only axis=-1 is supported when segments are set, but given axis={axis}.")
+    valid = _lists.prepare(scores, scores, None if where is None else jnp.moveaxis(jnp.asarray(where), axis, -1)).valid
+    if segments is None:
+        pos = _lists.positions(scores, valid, key=key)
+    else:
+        pos = _segment_positions(scores, valid, segments, key)
+    return jnp.moveaxis(pos.astype(jnp.int32), -1, axis)
+
+
+def _segment_positions(scores, valid, segments, key) -> Array:
+    """1-based positions within each segment, every item of the segment counted (the
+    invalid ones after the valid ones), as rax's ``ranks``."""
+    pos = (_lists.positions(scores, valid, key=key)).astype(jnp.int32)
+    seg = jnp.asarray(segments)
+    same = seg[..., :, None] == seg[..., None, :]
+    return jnp.sum(same & (pos[..., None, :] <= pos[..., :, None]), axis=-1)
+
+
+def _step_temperature(step_fn) -> float:
+    if step_fn is jax.nn.sigmoid:
+        return 1.0
+    if isinstance(step_fn, _SigmoidStep):
+        return step_fn.temperature
+    raise ValueError(
+        "step_fn: jaxrank.compat.rax computes approximate ranks with jaxrank.approx, whose step is the "
+        f"logistic sigmoid; pass jax.nn.sigmoid (got {step_fn!r})"
+    )
+
+
+class _SigmoidStep:
+    """``sigmoid(x / temperature)``, recognised by :func:`approx_ranks`."""
+
+    def __init__(self, temperature: float):
+        self.temperature = temperature
+
+    def __call__(self, x):
+        return jax.nn.sigmoid(x / self.temperature)
+
+
+def approx_ranks(
+    scores: Array,
+    *,
+    where: Optional[Array] = None,
+    segments: Optional[Array] = None,
+    key: Optional[Array] = None,
+    step_fn: Callable[[Array], Array] = jax.nn.sigmoid,
+) -> Array:
+    """Approximate ranks, :func:`jaxrank.approx` in score units:
+    :math:`r_i = 1 + \\sum_{j \\ne i} \\sigma(s_j - s_i)` over the valid items (of the
+    segment). ``step_fn`` must be :func:`jax.nn.sigmoid`; ``key`` is unused."""
+    del key
+    ranker = approx(_step_temperature(step_fn), units="score")
+    scores = jnp.asarray(scores)
+    lists = _lists.prepare(scores, scores, where, segments)
+    if lists.same is None:
+        return ranker(scores, lists.valid).ranks.astype(scores.dtype)
+    # Each item ranked among its own segment: [..., n (item), n] rows, diagonal read.
+    rows = jnp.broadcast_to(scores[..., None, :], lists.same.shape)
+    return jnp.diagonal(ranker(rows, lists.same).ranks, axis1=-2, axis2=-1).astype(scores.dtype)
+
+
+def cutoff(a: Array, n: Optional[int] = None, where: Optional[Array] = None, segments: Optional[Array] = None) -> Array:
+    """1.0 on the ``n`` largest valid values of ``a`` (of each segment), else 0.0."""
+    if n is None:
+        return jnp.ones_like(a)
+    out = ranks(a, where=where, segments=segments) <= n
+    if where is not None:
+        out &= where
+    return jnp.float32(out)
+
+
+utils = types.SimpleNamespace(
+    approx_ranks=approx_ranks,
+    compute_pairs=compute_pairs,
+    cutoff=cutoff,
+    normalize_probabilities=normalize_probabilities,
+    ranks=ranks,
+    safe_reduce=safe_reduce,
+)
+
+
+# Losses ---------------------------------------------------------------------------------------
+def _list_mask(lists: _lists.Lists, where) -> Optional[Array]:
+    """What rax reduces a listwise loss over: the lists with a valid item, or the first
+    valid item of each segment."""
+    if lists.same is not None:
+        return _lists.first_of_segment(lists.same)
+    return None if where is None else jnp.any(lists.valid, axis=-1)
+
+
+def _identity_label_fn(a, where):
+    return a
+
+
+def softmax_loss(
+    scores: Array,
+    labels: Array,
+    *,
+    where: Optional[Array] = None,
+    segments: Optional[Array] = None,
+    weights: Optional[Array] = None,
+    label_fn: Callable[..., Array] = _identity_label_fn,
+    reduce_fn: Optional[ReduceFn] = jnp.mean,
+) -> Array:
+    """rax's softmax loss: :math:`-\\sum_i \\text{label\\_fn}(w y)_i \\log \\text{softmax}(s)_i`
+    (labels as given, not normalised, unless ``label_fn`` does)."""
+    lists = _lists.prepare(scores, labels, where, segments, weights)
+    mass = lists.labels if lists.weights is None else lists.labels * lists.weights
+    values = losses._cross_entropy(lists, label_fn(mass, where=where))
+    return safe_reduce(values, _list_mask(lists, where), reduce_fn)
+
+
+def poly1_softmax_loss(
+    scores: Array,
+    labels: Array,
+    *,
+    epsilon: float = 1.0,
+    where: Optional[Array] = None,
+    segments: Optional[Array] = None,
+    weights: Optional[Array] = None,
+    reduce_fn: Optional[ReduceFn] = jnp.mean,
+) -> Array:
+    """rax's poly-1 softmax loss: :func:`softmax_loss` plus ``epsilon`` times one minus the
+    softmax probability of the normalised labels (uniform where they sum to 0)."""
+    lists = _lists.prepare(scores, labels, where, segments, weights)
+    mass = lists.labels if lists.weights is None else lists.labels * lists.weights
+    ce = losses._cross_entropy(lists, mass)
+    values = losses._poly1(lists, ce, losses._distribution(lists, mass, empty="uniform"), epsilon)
+    return safe_reduce(values, _list_mask(lists, where), reduce_fn)
+
+
+def unique_softmax_loss(
+    scores: Array,
+    labels: Array,
+    *,
+    where: Optional[Array] = None,
+    segments: Optional[Array] = None,
+    weights: Optional[Array] = None,
+    gain_fn: Optional[Callable[[Array], Array]] = default_gain_fn,
+    reduce_fn: ReduceFn = jnp.mean,
+) -> Array:
+    """rax's unique softmax loss (:func:`jaxrank.losses.unique_softmax` with ``gain_fn``)."""
+    lists = _lists.prepare(scores, labels, where, segments, weights)
+    values = _lists.per_list(losses._unique_softmax_terms(lists, gain_fn), lists)
+    return safe_reduce(values, _list_mask(lists, where), reduce_fn)
+
+
+def listmle_loss(
+    scores: Array,
+    labels: Array,
+    *,
+    key: Optional[Array] = None,
+    where: Optional[Array] = None,
+    segments: Optional[Array] = None,
+    reduce_fn: Optional[ReduceFn] = jnp.mean,
+) -> Array:
+    """rax's ListMLE loss (:func:`jaxrank.losses.listmle`; ``key`` breaks label ties at random)."""
+    lists = _lists.prepare(scores, labels, where, segments)
+    values = _lists.per_list(losses._listmle_terms(lists, key), lists)
+    return safe_reduce(values, _list_mask(lists, where), reduce_fn)
+
+
+def _pairwise_loss(scores, labels, pair_loss, where, segments, weights, lambdaweight_fn, reduce_fn) -> Array:
+    terms, counts, _ = losses._pair_terms(scores, labels, where, segments, weights, pair_loss, lambdaweight_fn)
+    flat = terms.shape[:-2] + (-1,)
+    return safe_reduce(terms.reshape(flat), counts.reshape(flat), reduce_fn)
+
+
+def _pairwise_signature(pair_loss, doc: str):
+    def loss(
+        scores: Array,
+        labels: Array,
+        *,
+        where: Optional[Array] = None,
+        segments: Optional[Array] = None,
+        weights: Optional[Array] = None,
+        lambdaweight_fn: Optional[Callable[..., Array]] = None,
+        reduce_fn: Optional[ReduceFn] = jnp.mean,
+    ) -> Array:
+        return _pairwise_loss(scores, labels, pair_loss, where, segments, weights, lambdaweight_fn, reduce_fn)
+
+    loss.__doc__ = doc
+    return loss
+
+
+pairwise_hinge_loss = _pairwise_signature(_hinge, "rax's pairwise hinge loss (:func:`jaxrank.losses.pairwise_hinge`).")
+pairwise_hinge_loss.__name__ = pairwise_hinge_loss.__qualname__ = "pairwise_hinge_loss"
+pairwise_logistic_loss = _pairwise_signature(
+    _logistic, "rax's pairwise logistic loss (:func:`jaxrank.losses.pairwise_logistic`)."
+)
+pairwise_logistic_loss.__name__ = pairwise_logistic_loss.__qualname__ = "pairwise_logistic_loss"
+pairwise_soft_zero_one_loss = _pairwise_signature(
+    _soft_zero_one, "rax's pairwise soft zero-one loss (:func:`jaxrank.losses.pairwise_soft_zero_one`)."
+)
+pairwise_soft_zero_one_loss.__name__ = pairwise_soft_zero_one_loss.__qualname__ = "pairwise_soft_zero_one_loss"
+pairwise_mse_loss = _pairwise_signature(_mse, "rax's pairwise squared error (:func:`jaxrank.losses.pairwise_mse`).")
+pairwise_mse_loss.__name__ = pairwise_mse_loss.__qualname__ = "pairwise_mse_loss"
+
+
+def pairwise_qr_loss(
+    scores: Array,
+    labels: Array,
+    *,
+    where: Optional[Array] = None,
+    segments: Optional[Array] = None,
+    weights: Optional[Array] = None,
+    tau: float = 0.5,
+    squared: bool = False,
+    lambdaweight_fn: Optional[Callable[..., Array]] = None,
+    reduce_fn: Optional[ReduceFn] = jnp.mean,
+) -> Array:
+    """rax's pairwise quantile-regression loss (:func:`jaxrank.losses.pairwise_qr`)."""
+    if not (tau > 0.0 and tau <= 1.0):
+        raise ValueError(f"tau should be in the range of (0.0, 1.0], but {tau} is given.")
+    return _pairwise_loss(scores, labels, _qr(tau, squared), where, segments, weights, lambdaweight_fn, reduce_fn)
+
+
+def _pointwise_loss(scores, labels, fn, where, weights, reduce_fn) -> Array:
+    lists = _lists.prepare(scores, labels, where, None, weights)
+    return safe_reduce(losses._pointwise_terms(lists, fn), where, reduce_fn)
+
+
+def pointwise_mse_loss(
+    scores: Array,
+    labels: Array,
+    *,
+    where: Optional[Array] = None,
+    segments: Optional[Array] = None,
+    weights: Optional[Array] = None,
+    reduce_fn: Optional[ReduceFn] = jnp.mean,
+) -> Array:
+    """rax's pointwise squared error, per item (``segments`` unused)."""
+    del segments
+    return _pointwise_loss(scores, labels, losses._squared_error, where, weights, reduce_fn)
+
+
+def pointwise_sigmoid_loss(
+    scores: Array,
+    labels: Array,
+    *,
+    where: Optional[Array] = None,
+    segments: Optional[Array] = None,
+    weights: Optional[Array] = None,
+    reduce_fn: Optional[ReduceFn] = jnp.mean,
+) -> Array:
+    """rax's sigmoid cross-entropy, per item, labels clipped to [0, 1] (``segments`` unused)."""
+    del segments
+    return _pointwise_loss(scores, labels, losses._sigmoid_cross_entropy, where, weights, reduce_fn)
+
+
+# Lambdaweights --------------------------------------------------------------------------------
+def _flat_pairs(x: Array) -> Array:
+    return x.reshape(x.shape[:-2] + (-1,))
+
+
+def labeldiff_lambdaweight(
+    scores: Array,
+    labels: Array,
+    *,
+    where: Optional[Array] = None,
+    segments: Optional[Array] = None,
+    weights: Optional[Array] = None,
+) -> Array:
+    """:math:`|y_i - y_j|`, ``[..., n * n]`` (:func:`jaxrank.lambdaweights.labeldiff`)."""
+    return _flat_pairs(lambdaweights.labeldiff(scores, labels, where=where, segments=segments, weights=weights))
+
+
+def _list_size_scaled(fn, scores, kwargs) -> Array:
+    # rax scales its DCG lambdaweights by the (padded) list size "to avoid too small values".
+    return _flat_pairs(fn(scores, **kwargs)) * jnp.shape(scores)[-1]
+
+
+def dcg_lambdaweight(
+    scores: Array,
+    labels: Array,
+    *,
+    where: Optional[Array] = None,
+    segments: Optional[Array] = None,
+    weights: Optional[Array] = None,
+    topn: Optional[int] = None,
+    normalize: bool = False,
+    gain_fn: Callable[[Array], Array] = default_gain_fn,
+    discount_fn: Callable[[Array], Array] = default_discount_fn,
+) -> Array:
+    """rax's DCG lambdaweights: :func:`jaxrank.lambdaweights.dcg` times the list size."""
+    kwargs = dict(where=where, segments=segments, weights=weights, topn=topn, normalize=normalize)
+    kwargs.update(labels=labels, gain=gain_fn, discount=discount_fn)
+    return _list_size_scaled(lambdaweights.dcg, scores, kwargs)
+
+
+def dcg2_lambdaweight(
+    scores: Array,
+    labels: Array,
+    *,
+    where: Optional[Array] = None,
+    segments: Optional[Array] = None,
+    weights: Optional[Array] = None,
+    topn: Optional[int] = None,
+    normalize: bool = False,
+    gain_fn: Callable[[Array], Array] = default_gain_fn,
+    discount_fn: Callable[[Array], Array] = default_discount_fn,
+    light_discount: bool = False,
+) -> Array:
+    """rax's LambdaLoss lambdaweights: :func:`jaxrank.lambdaweights.dcg2` times the list size."""
+    kwargs = dict(where=where, segments=segments, weights=weights, topn=topn, normalize=normalize)
+    kwargs.update(labels=labels, gain=gain_fn, discount=discount_fn, light_discount=light_discount)
+    return _list_size_scaled(lambdaweights.dcg2, scores, kwargs)
+
+
+# Transformations ------------------------------------------------------------------------------
+def _accepts(fn, **kwargs) -> bool:
+    try:
+        inspect.signature(fn).bind_partial(**kwargs)
+        return True
+    except TypeError:
+        return False
+
+
+def _with_keyword(fn, name: str, new):
+    """``new`` with the signature of ``fn`` plus keyword ``name`` (default None)."""
+    sig = inspect.signature(fn)
+    params = [p for p in sig.parameters.values() if p.name != name and p.kind != p.VAR_KEYWORD]
+    params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None))
+    params += [p for p in sig.parameters.values() if p.kind == p.VAR_KEYWORD]
+    wrapped = functools.wraps(fn)(new)
+    wrapped.__signature__ = sig.replace(parameters=params)
+    return wrapped
+
+
+def gumbel_t12n(loss_or_metric_fn, *, samples: int = 8, beta: float = 1.0, smoothing_factor: Optional[float] = None):
+    """rax's Gumbel transformation: ``loss_or_metric_fn`` on ``samples`` draws of
+    ``scores + beta * Gumbel`` (a new leading axis; ``key`` required), optionally
+    mapped to ``log(softmax + smoothing_factor)`` (Bruch et al., 2020)."""
+
+    def repeat(a):
+        return jnp.repeat(jnp.expand_dims(a, 0), samples, 0)
+
+    def gumbel_fn(scores, labels, *, key, **kwargs):
+        scores, labels = repeat(scores), repeat(labels)
+        kwargs = {name: repeat(arg) if isinstance(arg, jax.Array) else arg for name, arg in kwargs.items()}
+        if _accepts(loss_or_metric_fn, key=key):
+            key, kwargs["key"] = jax.random.split(key)
+        noisy = jax.random.gumbel(key, shape=scores.shape) * beta + scores
+        if smoothing_factor is not None:
+            # log(softmax + smoothing), rax's choice over log_softmax (it smooths).
+            where = kwargs.get("where")
+            if where is not None:
+                noisy = jnp.where(where, noisy, -jnp.inf)
+            noisy = jnp.log(jax.nn.softmax(noisy) + smoothing_factor)
+        return loss_or_metric_fn(noisy, labels, **kwargs)
+
+    return _with_keyword(loss_or_metric_fn, "key", gumbel_fn)
+
+
+def segment_t12n(loss_or_metric_fn):
+    """rax's segment transformation: ``loss_or_metric_fn`` itself when it takes
+    ``segments=`` (every function here does); otherwise each segment becomes its own
+    masked row, ``[..., n, n]`` (O(n^2) memory), one row per segment."""
+    if _accepts(loss_or_metric_fn, segments=None):
+        return loss_or_metric_fn
+
+    def segmented_fn(scores, labels, *, segments=None, **kwargs):
+        if segments is None:
+            return loss_or_metric_fn(scores, labels, **kwargs)
+        n = scores.shape[-1]
+
+        def rows(a):
+            return jnp.repeat(jnp.expand_dims(a, -2), n, -2)
+
+        scores, labels = rows(scores), rows(labels)
+        kwargs = {k: rows(v) if isinstance(v, jax.Array) and k != "key" else v for k, v in kwargs.items()}
+        mask = segments[..., :, None] == segments[..., None, :]
+        # One row per segment: the row of its first item.
+        mask &= jnp.cumsum(mask, axis=-2) == 1
+        if kwargs.get("where") is not None:
+            mask &= kwargs["where"]
+        kwargs["where"] = mask
+        return loss_or_metric_fn(scores, labels, **kwargs)
+
+    return _with_keyword(loss_or_metric_fn, "segments", segmented_fn)
