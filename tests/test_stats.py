@@ -1,0 +1,156 @@
+"""jaxrank.stats against scipy.stats and statsmodels."""
+
+import jax
+import numpy as np
+import pytest
+import scipy.stats as st
+from statsmodels.stats.multitest import multipletests as sm_multipletests
+
+from jaxrank import stats
+
+ALTERNATIVES = ("two-sided", "less", "greater")
+
+
+def _pair(n, kind, seed):
+    rng = np.random.default_rng(seed)
+    x, y = rng.random(n), rng.random(n)
+    if kind in ("ties", "zeros"):  # per-query values of a short cutoff: few distinct values
+        x, y = np.round(x * 4) / 4, np.round(y * 4) / 4
+    if kind == "zeros":
+        y[:3] = x[:3]
+    return x, y
+
+
+def _mean_diff(a, b, axis):
+    return np.mean(a - b, axis=axis)
+
+
+# n spans scipy's wilcoxon regimes: exact (<= 50, no ties/zeros), permutation (<= 13 with
+# ties/zeros), normal approximation (ties beyond 13, anything beyond 50).
+@pytest.mark.parametrize("n", [5, 13, 14, 40, 51, 120])
+@pytest.mark.parametrize("kind", ["continuous", "ties", "zeros"])
+def test_wilcoxon_and_ttest_match_scipy(n, kind):
+    x, y = _pair(n, kind, seed=n)
+    for alternative in ALTERNATIVES:
+        w, p = stats.wilcoxon(x, y, alternative=alternative)
+        ref = st.wilcoxon(x, y, alternative=alternative)
+        np.testing.assert_allclose([w, p], [ref.statistic, ref.pvalue], rtol=1e-9, err_msg=alternative)
+        t, p = stats.paired_ttest(x, y, alternative=alternative)
+        ref = st.ttest_rel(x, y, alternative=alternative)
+        np.testing.assert_allclose([t, p], [ref.statistic, ref.pvalue], rtol=1e-9, err_msg=alternative)
+
+
+@pytest.mark.parametrize("n", [6, 25, 300])
+def test_sign_test_matches_binomtest(n):
+    x, y = _pair(n, "zeros", seed=n)
+    k, m = int((x > y).sum()), int((x != y).sum())
+    np.testing.assert_allclose(stats.sign_test(x, y), st.binomtest(k, m, 0.5).pvalue, rtol=1e-10)
+    assert float(stats.sign_test(x, x)) == 1.0  # no differing query
+
+
+@pytest.mark.parametrize("n", [4, 9, 13])
+def test_randomization_exact_matches_permutation_test(n):
+    x, y = _pair(n, "zeros", seed=n)
+    for alternative in ALTERNATIVES:
+        d, p = stats.randomization_test(x, y, alternative=alternative, n_resamples=10000)
+        ref = st.permutation_test(
+            (x, y), _mean_diff, permutation_type="samples", alternative=alternative, n_resamples=10000
+        )
+        np.testing.assert_allclose([d, p], [ref.statistic, ref.pvalue], rtol=1e-12, err_msg=alternative)
+
+
+def test_randomization_monte_carlo_within_error():
+    x, y = _pair(60, "continuous", seed=3)
+    y = y + 0.05
+    key = jax.random.key(0)
+    for alternative in ALTERNATIVES:
+        d, p = stats.randomization_test(x, y, alternative=alternative, key=key, n_resamples=20000)
+        ref = st.permutation_test(
+            (x, y), _mean_diff, permutation_type="samples", alternative=alternative, n_resamples=20000, rng=1
+        )
+        se = np.sqrt(ref.pvalue * (1 - ref.pvalue) / 20000) * 2 + 1e-4
+        np.testing.assert_allclose(d, ref.statistic, rtol=1e-12)
+        assert abs(float(p) - ref.pvalue) < 5 * se, (alternative, float(p), ref.pvalue)
+    # scipy's Monte Carlo convention: (count + 1) / (n_resamples + 1), never 0
+    _, p = stats.randomization_test(x + 10, y, key=key, n_resamples=999, alternative="less")
+    assert float(p) == pytest.approx(1.0)
+    _, p = stats.randomization_test(x + 10, y, key=key, n_resamples=999, alternative="greater")
+    assert float(p) == pytest.approx(1 / 1000)
+
+
+@pytest.mark.parametrize("method", ["percentile", "bca"])
+def test_bootstrap_ci_within_monte_carlo_error(method):
+    x = np.random.default_rng(5).gamma(2.0, 0.2, size=40)
+    ref = st.bootstrap((x,), np.mean, method=method, n_resamples=20000, rng=2)
+    # an endpoint's Monte Carlo sd is about 2.7 x (bootstrap sd) / sqrt(resamples)
+    tol = 6 * 2.7 * ref.standard_error / np.sqrt(20000)
+    for where in (None, np.ones(40, bool)):  # the shared-resample path and the masked path
+        low, high = stats.bootstrap_ci(x, key=jax.random.key(1), method=method, n_resamples=20000, where=where)
+        np.testing.assert_allclose([low, high], [ref.confidence_interval.low, ref.confidence_interval.high], atol=tol)
+
+
+@pytest.mark.parametrize("method", ["bonferroni", "holm", "fdr_bh"])
+def test_multipletests_match_statsmodels(method):
+    p = np.random.default_rng(0).random((3, 11)) ** 3
+    p[0, 2] = p[0, 5]  # tied p-values
+    got = stats.multipletests(p, method)
+    want = np.stack([sm_multipletests(row, method=method)[1] for row in p])
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    where = np.arange(11) < 7  # a family of the first 7 tests
+    got = stats.multipletests(p, method, where=where)
+    want = np.stack([sm_multipletests(row[:7], method=method)[1] for row in p])
+    np.testing.assert_allclose(got[:, :7], want, rtol=1e-12)
+    assert np.isnan(got[:, 7:]).all()
+
+
+def test_batch_axes_where_jit_vmap():
+    """Leading axes, masks, jit and vmap give what scipy gives row by row on the valid queries."""
+    rng = np.random.default_rng(7)
+    x = np.round(rng.random((2, 3, 30)) * 5) / 5
+    y = np.round(rng.random((2, 3, 30)) * 5) / 5
+    where = rng.random((2, 3, 30)) < 0.7
+    where[0, 0, :] = np.arange(30) < 10  # a row small enough for the exact paths
+    key = jax.random.key(0)
+
+    def all_tests(x, y, where):
+        return (
+            stats.paired_ttest(x, y, where=where)[1],
+            stats.wilcoxon(x, y, where=where)[1],
+            stats.sign_test(x, y, where=where),
+            stats.randomization_test(x, y, where=where, key=key, n_resamples=1024)[1],
+        )
+
+    eager = all_tests(x, y, where)
+    jitted = jax.jit(all_tests)(x, y, where)
+    mapped = jax.vmap(all_tests)(x, y, where)
+    for a, b, c in zip(eager, jitted, mapped):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+        np.testing.assert_allclose(a, c, rtol=1e-12)
+    for i in np.ndindex(2, 3):
+        xs, ys = x[i][where[i]], y[i][where[i]]
+        np.testing.assert_allclose(eager[0][i], st.ttest_rel(xs, ys).pvalue, rtol=1e-9)
+        np.testing.assert_allclose(eager[1][i], st.wilcoxon(xs, ys).pvalue, rtol=1e-9)
+        k, m = int((xs > ys).sum()), int((xs != ys).sum())
+        np.testing.assert_allclose(eager[2][i], st.binomtest(k, m).pvalue, rtol=1e-9)
+    exact = st.permutation_test((x[0, 0][:10], y[0, 0][:10]), _mean_diff, permutation_type="samples")
+    np.testing.assert_allclose(eager[3][0, 0], exact.pvalue, rtol=1e-12)
+
+
+def test_bad_input_is_named():
+    x = np.arange(5.0)
+    with pytest.raises(ValueError, match="same shape"):
+        stats.paired_ttest(x, x[:4])
+    with pytest.raises(ValueError, match="at least two queries"):
+        stats.wilcoxon(x[:1], x[:1])
+    with pytest.raises(ValueError, match="at least two queries in common"):
+        stats.sign_test(x, x + 1, where=np.zeros(5, bool))
+    with pytest.raises(ValueError, match="n_resamples"):
+        stats.randomization_test(x, x + 1, n_resamples=0)
+    with pytest.raises(ValueError, match="n_resamples"):
+        stats.bootstrap_ci(x, n_resamples=-3, key=jax.random.key(0))
+    with pytest.raises(ValueError, match="key is required"):
+        stats.randomization_test(np.arange(20.0), np.zeros(20))
+    with pytest.raises(ValueError, match="alternative"):
+        stats.paired_ttest(x, x + 1, alternative="bigger")
+    with pytest.raises(ValueError, match="method"):
+        stats.multipletests([0.1, 0.2], "sidak")
