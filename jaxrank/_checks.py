@@ -50,6 +50,18 @@ def mask(m, shape: tuple[int, ...], name: str = "where", like: str = "scores", b
     return same_shape(m, shape, name, like).astype(bool)
 
 
+def segment_ids(x, shape: Optional[tuple[int, ...]] = None, name: str = "segments") -> jax.Array:
+    """Integer (or bool) segment ids with at least one axis, of ``shape`` when given."""
+    x = jnp.asarray(x)
+    if shape is not None:
+        x = same_shape(x, shape, name)
+    elif x.ndim == 0:
+        raise ValueError(f"{name} must have at least one axis (the list), got a scalar")
+    if not (jnp.issubdtype(x.dtype, jnp.integer) or x.dtype == jnp.bool_):
+        raise ValueError(f"{name} must hold integer segment ids, got {x.dtype}")
+    return x
+
+
 def judgments(j, j_where, scores_shape: tuple[int, ...]) -> tuple[Optional[jax.Array], Optional[jax.Array]]:
     """``judgments[..., m]`` (the batch axes of scores, any ``m``) and its mask."""
     if j is None:

@@ -23,6 +23,8 @@ Conventions shared by every metric (see ``docs/conventions.rst``):
 """
 
 from jaxrank.metrics._common import log2_discount as log2_discount  # a helper
+from jaxrank.metrics._segments import SegmentSlots as SegmentSlots  # a helper
+from jaxrank.metrics._segments import segment_slots as segment_slots  # a helper
 from jaxrank.metrics.correlation import kendall_tau, spearman
 from jaxrank.metrics.counts import num_rel, num_rel_ret, num_ret
 from jaxrank.metrics.curves import precision_recall_curve, recall_at_fixed_precision, roc_auc

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 
 from jaxrank.metrics import _common as _c
 from jaxrank.metrics._common import Array
+from jaxrank.metrics._segments import segmented
 from jaxrank.ranking._backend import row_sum
 
 
@@ -30,6 +31,7 @@ def _both_ranks(scores, labels, where, ranker, judgments, judgments_where):
     return score_ranks, label_ranks, p.valid
 
 
+@segmented()
 def spearman(
     scores,
     labels,
@@ -69,6 +71,7 @@ def spearman(
     return jnp.where(ok, row_sum(cs * cy) / jnp.sqrt(jnp.where(ok, den, 1)), 0.0)
 
 
+@segmented()
 def kendall_tau(
     scores,
     labels,

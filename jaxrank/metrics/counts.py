@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from jaxrank.metrics import _common as _c
 from jaxrank.metrics._common import Array, Cutoff
+from jaxrank.metrics._segments import segmented
 
 _DEFAULT_RANKER = _c.DEFAULT_RANKER
 
 
+@segmented()
 def num_ret(
     scores,
     labels,
@@ -34,6 +36,7 @@ def num_ret(
     return p.finish(p.at_cutoffs(p.valid.astype(p.labels.dtype)))
 
 
+@segmented()
 def num_rel(
     scores,
     labels,
@@ -59,6 +62,7 @@ def num_rel(
     return _c.prepare(scores, labels, k, where, ranker, judgments, judgments_where, rank=False).num_relevant(rel)
 
 
+@segmented()
 def num_rel_ret(
     scores,
     labels,

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 from jaxrank import _checks
 from jaxrank.metrics import _common as _c
 from jaxrank.metrics._common import Array
+from jaxrank.metrics._segments import segmented
 from jaxrank.ranking import HardRanker, HardRanks, hard
 from jaxrank.ranking._backend import cumsum, row_sum
 
@@ -37,6 +38,7 @@ def threshold_precision_sum(scores, where, relevant, ranker, ks) -> Array:
     return jnp.sum(hits[..., None] * inside * precision, axis=-2)
 
 
+@segmented()
 def precision_recall_curve(
     scores,
     labels,
@@ -121,6 +123,7 @@ def recall_at_precision_from_curve(precision, recall, top_k, min_precision: floa
     return jnp.where(found, best, 0.0), jnp.where(found, k, big_k)
 
 
+@segmented()
 def recall_at_fixed_precision(
     scores,
     labels,
@@ -159,6 +162,7 @@ def recall_at_fixed_precision(
     return recall_at_precision_from_curve(*curves, min_precision)
 
 
+@segmented()
 def roc_auc(
     scores,
     labels,

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 from jaxrank import _checks
 from jaxrank.metrics import _common as _c
 from jaxrank.metrics._common import Array, Cutoff, Discount, Gain
+from jaxrank.metrics._segments import segmented
 from jaxrank.metrics.curves import threshold_precision_sum
 from jaxrank.ranking import HardRanks, hard
 from jaxrank.ranking._backend import row_sum
@@ -19,6 +20,7 @@ _DEFAULT_RANKER = _c.DEFAULT_RANKER
 
 
 # Set and cutoff metrics -----------------------------------------------------------------
+@segmented()
 def precision(
     scores,
     labels,
@@ -54,6 +56,7 @@ def precision(
     return p.finish(hits / jnp.asarray(p.ks, hits.dtype))
 
 
+@segmented()
 def recall(
     scores,
     labels,
@@ -83,6 +86,7 @@ def recall(
     return p.finish(_c.safe_divide(p.at_cutoffs(p.relevant(rel)), p.num_relevant(rel)))
 
 
+@segmented()
 def fallout(
     scores,
     labels,
@@ -116,6 +120,7 @@ def fallout(
     return p.finish(_c.safe_divide(misses, row_sum(pool)))
 
 
+@segmented()
 def success(
     scores,
     labels,
@@ -142,6 +147,7 @@ def success(
     return _first_relevant(_c.ones, scores, labels, k, where, rel, ranker, judgments, judgments_where)
 
 
+@segmented()
 def reciprocal_rank(
     scores,
     labels,
@@ -177,6 +183,7 @@ def _first_relevant(per_position, scores, labels, k, where, rel, ranker, judgmen
     return p.finish(p.ranks.survival(relevant, p.weights(per_position), relevant))
 
 
+@segmented()
 def average_precision(
     scores,
     labels,
@@ -216,6 +223,7 @@ def average_precision(
     return p.finish(_c.safe_divide(total, p.num_relevant(rel)))
 
 
+@segmented()
 def r_precision(
     scores,
     labels,
@@ -262,6 +270,7 @@ def r_precision(
     return values if many else values[..., 0]
 
 
+@segmented()
 def dcg(
     scores,
     labels,
@@ -296,6 +305,7 @@ def dcg(
     return p.finish(p.at_cutoffs(jnp.where(p.valid, gain_fn(p.labels), 0), discount_fn))
 
 
+@segmented()
 def ndcg(
     scores,
     labels,
@@ -347,6 +357,7 @@ def ndcg(
     return jnp.where(ideal > 0, actual / jnp.where(ideal > 0, ideal, 1), 0.0)
 
 
+@segmented()
 def err(
     scores,
     labels,
@@ -380,6 +391,7 @@ def err(
     return p.finish(p.ranks.cascade(stop, p.weights(_c.inverse)))
 
 
+@segmented()
 def rbp(
     scores,
     labels,

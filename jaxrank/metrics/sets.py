@@ -20,6 +20,7 @@ import jax.numpy as jnp
 from jaxrank import _checks
 from jaxrank.metrics import _common as _c
 from jaxrank.metrics._common import Array, Gain
+from jaxrank.metrics._segments import segmented
 from jaxrank.ranking import hard
 from jaxrank.ranking._backend import cumsum, row_sum
 
@@ -153,6 +154,7 @@ def pr_auc(recall, precision, *, where=None) -> Array:
     return _simpson(compact(xs), compact(mean), row_sum(first).astype(jnp.int32))
 
 
+@segmented()
 def graded_average_precision(
     scores,
     labels,
