@@ -10,14 +10,31 @@ import optax
 import pytest
 
 import jaxrank
-from jaxrank import losses
+from jaxrank import lambdaweights, losses
 
 BASELINES = {
     "softmax_cross_entropy": losses.softmax_cross_entropy,
+    "poly1_softmax": losses.poly1_softmax,
+    "unique_softmax": losses.unique_softmax,
     "pairwise_logistic": losses.pairwise_logistic,
+    "pairwise_hinge": losses.pairwise_hinge,
+    "pairwise_soft_zero_one": losses.pairwise_soft_zero_one,
+    "pairwise_qr": functools.partial(losses.pairwise_qr, tau=0.3),
+    "pairwise_mse": losses.pairwise_mse,
     "lambda_loss": losses.lambda_loss,
     "listmle": losses.listmle,
+    "pointwise_mse": losses.pointwise_mse,
+    "pointwise_sigmoid": losses.pointwise_sigmoid,
+    "pairwise_logistic[dcg]": functools.partial(
+        losses.pairwise_logistic, lambdaweight=functools.partial(lambdaweights.dcg, topn=2)
+    ),
+    "pairwise_hinge[dcg2]": functools.partial(losses.pairwise_hinge, lambdaweight=lambdaweights.dcg2),
+    "pairwise_soft_zero_one[labeldiff]": functools.partial(
+        losses.pairwise_soft_zero_one, lambdaweight=lambdaweights.labeldiff
+    ),
 }
+#: squared errors overflow at the huge scores of the finiteness test
+SQUARED = {"pairwise_mse", "pointwise_mse"}
 METRIC_LOSSES = {
     "ndcg_loss": lambda s, y, where=None: losses.ndcg_loss(s, y, k=2, where=where, ranker=jaxrank.approx(0.5)),
     "mrr_loss": lambda s, y, where=None: losses.mrr_loss(s, y, where=where, ranker=jaxrank.softrank(0.5)),
@@ -116,7 +133,7 @@ def test_masked_items_change_neither_values_nor_gradients(name):
     assert np.all(np.delete(np.asarray(g2), slots, axis=1) == 0)
 
 
-@pytest.mark.parametrize("name", list(ALL))
+@pytest.mark.parametrize("name", [name for name in ALL if name not in SQUARED])
 def test_losses_have_one_value_per_list_and_finite_gradients(name):
     loss = ALL[name]
     rows = [
@@ -151,6 +168,71 @@ def test_baseline_losses_prefer_the_right_order(name):
     loss = BASELINES[name]
     labels = jnp.array([2, 1, 0])
     assert float(loss(jnp.array([3.0, 2.0, 1.0]), labels)) < float(loss(jnp.array([1.0, 2.0, 3.0]), labels))
+
+
+# segments= and weights= ----------------------------------------------------------------------
+@pytest.mark.parametrize("name", list(BASELINES))
+def test_packed_segments_equal_the_lists_padded_apart(name):
+    loss = BASELINES[name]
+    rng = np.random.default_rng(len(name))
+    sizes = (3, 5, 2)
+    # interleaved (unsorted) segment ids, a masked item, and a segment of one item
+    seg = np.array([7, 2, 7, 2, 2, 7, 2, 2, 0, 9, 0, 4])
+    where = seg != 9
+    assert [np.sum((seg == g) & where) for g in (7, 2, 0)] == list(sizes)
+    scores = rng.normal(size=seg.shape)
+    labels = rng.integers(0, 4, seg.shape).astype(float)
+    weights = rng.uniform(0.5, 2.0, seg.shape)
+    takes_weights = "listmle" not in name and "lambda_loss" not in name
+
+    def packed(s):
+        kw = dict(weights=jnp.asarray(weights)) if takes_weights else {}
+        return loss(s, jnp.asarray(labels), where=jnp.asarray(where), segments=jnp.asarray(seg), **kw)
+
+    def apart(s):
+        rows = [np.flatnonzero((seg == g) & where) for g in (7, 2, 0, 4)]
+        n = max(map(len, rows))
+        idx = np.array([np.pad(r, (0, n - len(r))) for r in rows])
+        mask = np.array([np.arange(n) < len(r) for r in rows])
+        kw = dict(weights=jnp.asarray(weights[idx])) if takes_weights else {}
+        return loss(s[idx], jnp.asarray(labels[idx]), where=jnp.asarray(mask), **kw)
+
+    s = jnp.asarray(scores)
+    got, want = packed(s), apart(s)
+    assert got.shape == seg.shape
+    firsts = [int(np.flatnonzero(seg == g)[0]) for g in (7, 2, 0, 4)]
+    np.testing.assert_allclose(np.asarray(got)[firsts], np.asarray(want), rtol=1e-10, atol=1e-12)
+    assert np.all(np.delete(np.asarray(got), firsts) == 0)
+    g_got = jax.grad(lambda x: jnp.sum(packed(x)))(s)
+    g_want = jax.grad(lambda x: jnp.sum(apart(x)))(s)
+    np.testing.assert_allclose(g_got, g_want, rtol=1e-10, atol=1e-12)
+
+
+def test_unit_weights_change_nothing_and_pointwise_weights_count_items():
+    rng = np.random.default_rng(3)
+    s, y = jnp.asarray(rng.normal(size=(2, 6))), jnp.asarray(rng.integers(0, 3, (2, 6)).astype(float))
+    for name, loss in BASELINES.items():
+        if "listmle" in name or "lambda_loss" in name:
+            continue  # no weights= (as in rax)
+        np.testing.assert_allclose(loss(s, y, weights=jnp.ones((2, 6))), loss(s, y), rtol=1e-12)
+    w = jnp.array([[2.0, 1, 1, 1, 1, 1]] * 2)
+    twice = jnp.concatenate([s[:, :1], s], axis=1), jnp.concatenate([y[:, :1], y], axis=1)
+    for loss in (losses.pointwise_mse, losses.pointwise_sigmoid):
+        np.testing.assert_allclose(loss(s, y, weights=w), loss(*twice), rtol=1e-12)
+
+
+def test_lambdaweights_are_the_ndcg_change_of_a_swap():
+    # lambdaweights.dcg(normalize=True)[i, j] = |nDCG(after swapping i and j) - nDCG|
+    rng = np.random.default_rng(5)
+    s, y = rng.normal(size=6), rng.integers(0, 4, 6).astype(float)
+    w = np.asarray(lambdaweights.dcg(jnp.asarray(s), jnp.asarray(y)))
+    base = float(jaxrank.ndcg(jnp.asarray(s), jnp.asarray(y), gain="exp"))
+    for i in range(6):
+        for j in range(6):
+            t = s.copy()
+            t[[i, j]] = t[[j, i]]
+            swapped = float(jaxrank.ndcg(jnp.asarray(t), jnp.asarray(y), gain="exp"))
+            assert w[i, j] == pytest.approx(abs(swapped - base), abs=1e-12)
 
 
 def test_lambda_loss_rejects_an_unknown_gain():
