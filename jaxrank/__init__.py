@@ -5,9 +5,10 @@ ranker, the accumulator's state, the TREC file types) live in their modules:
 :mod:`jaxrank.ranking`, :mod:`jaxrank.accumulate`, :mod:`jaxrank.trec`.
 """
 
-from jaxrank import losses, metrics, retrieval
+from jaxrank import losses, metrics, retrieval, stats
 from jaxrank.accumulate import accumulator, compute
 from jaxrank.aggregate import aggregate
+from jaxrank.comparison import compare
 from jaxrank.grouping import group_by_query
 from jaxrank.metrics import *  # noqa: F403  (the metrics: jaxrank.metrics.__all__)
 from jaxrank.ranking import (
@@ -33,6 +34,7 @@ __all__ = [
     "accumulator",
     "aggregate",
     "approx",
+    "compare",
     "compute",
     "evaluate",
     "group_by_query",
@@ -46,6 +48,7 @@ __all__ = [
     "soft_ranks",
     "softrank",
     "softsort",
+    "stats",
 ]
 __all__ += metrics.__all__  # the metrics are listed once, there
 __all__.sort()
