@@ -95,7 +95,66 @@ def _parser() -> argparse.ArgumentParser:
         default="10",
         help="reproduce trec_eval 10.0 (default) or 9.x, as bundled in pytrec_eval",
     )
+    _compare_parser(sub)
     return parser
+
+
+def _compare_parser(sub) -> None:
+    cmp = sub.add_parser(
+        "compare",
+        help="compare TREC runs: means, confidence intervals, significance tests",
+        description="Evaluate several runs on the same qrels (every qrels query; a query missing from "
+        "a run scores as with trec_eval -c) and test their differences, with p-values adjusted over the pairs.",
+    )
+    cmp.add_argument("qrels", help="qrels file (qid iter docno rel)")
+    cmp.add_argument("runs", nargs="+", metavar="RUN", help="run files (at least two); named by file name")
+    cmp.add_argument(
+        "-m", dest="measures", action="append", metavar="MEASURE", help="measure, as for jaxrank eval; default: map"
+    )
+    cmp.add_argument("--baseline", metavar="NAME", help="test every run against this one (a RUN's name or path)")
+    cmp.add_argument(
+        "--test", choices=("randomization", "ttest", "wilcoxon", "sign"), default="randomization", help="the test"
+    )
+    cmp.add_argument("--correction", choices=("holm", "bonferroni", "fdr_bh"), default="holm")
+    cmp.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    cmp.add_argument("--n-resamples", type=int, default=10000, help="randomization and bootstrap resamples")
+    cmp.add_argument("--format", choices=("table", "json", "csv", "latex"), default="table")
+
+
+def _run_compare(args) -> str:
+    from jaxrank.comparison import compare
+
+    names = [Path(r).name for r in args.runs]
+    if len(set(names)) < len(names):
+        names = list(args.runs)  # same file names in different folders: the paths name them
+    if len(set(names)) < len(names):
+        raise _UsageError("each RUN must be given once")
+    for path in [args.qrels, *args.runs]:
+        if not os.path.isfile(path):
+            raise _UsageError(f"no such file: {path}")
+    baseline = args.baseline
+    if baseline is not None and baseline not in names:
+        by_path = dict(zip(args.runs, names))
+        if baseline not in by_path:
+            raise _UsageError(f"--baseline {baseline} is none of the runs: {', '.join(names)}")
+        baseline = by_path[baseline]
+    report = compare(
+        args.qrels,
+        dict(zip(names, args.runs)),
+        args.measures or ["map"],
+        baseline=baseline,
+        test=args.test,
+        n_resamples=args.n_resamples,
+        correction=args.correction,
+        alpha=args.alpha,
+    )
+    if args.format == "json":
+        return report.to_json() + "\n"
+    if args.format == "csv":
+        return report.to_csv()
+    if args.format == "latex":
+        return report.to_latex()
+    return report.to_markdown()
 
 
 def _fast_compile_flags() -> None:
@@ -249,7 +308,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _fast_compile_flags()
         _compilation_cache()
     try:
-        text = _run_eval(args)
+        text = _run_compare(args) if args.command == "compare" else _run_eval(args)
     except _UsageError as e:
         print(f"jaxrank: {_one_line(e)}", file=sys.stderr)
         return _finish(1, command)
