@@ -25,7 +25,7 @@ Conventions shared by every metric (see ``docs/conventions.rst``):
 from jaxrank.metrics._common import log2_discount as log2_discount  # a helper
 from jaxrank.metrics._segments import SegmentSlots as SegmentSlots  # a helper
 from jaxrank.metrics._segments import segment_slots as segment_slots  # a helper
-from jaxrank.metrics.correlation import kendall_tau, spearman
+from jaxrank.metrics.correlation import kendall_tau, ordered_pair_accuracy, spearman
 from jaxrank.metrics.counts import num_rel, num_rel_ret, num_ret
 from jaxrank.metrics.curves import precision_recall_curve, recall_at_fixed_precision, roc_auc
 from jaxrank.metrics.curves import recall_at_precision_from_curve as recall_at_precision_from_curve  # a helper
@@ -56,6 +56,7 @@ __all__ = [
     "num_rel",
     "num_rel_ret",
     "num_ret",
+    "ordered_pair_accuracy",
     "pr_auc",
     "precision",
     "precision_recall_curve",

@@ -20,6 +20,8 @@ Discount = Union[str, Callable[[Array], Array]]
 DEFAULT_RANKER = hard()
 #: Rankers of the metrics whose usual definition averages over tied scores.
 EXPECTED_RANKER = hard("expected")
+#: Rankers of the metrics whose usual definition counts tied scores as wrongly ordered.
+PESSIMISTIC_RANKER = hard("pessimistic")
 
 cutoffs = _checks.cutoffs
 
@@ -93,6 +95,12 @@ class Prepared(NamedTuple):
 
     def num_relevant(self, rel) -> Array:
         return num_relevant(self.labels, self.valid, self.judgments, self.jvalid, rel)
+
+    def weighted(self, weights, values: Array) -> Array:
+        """Per-item ``values`` times ``weights`` (``[..., n]``; None: 1), 0 on invalid items."""
+        if weights is not None:
+            values = values * _checks.same_shape(weights, self.scores.shape, "weights").astype(values.dtype)
+        return jnp.where(self.valid, values, 0)
 
     def weights(self, per_position: Callable[[Array], Array] = ones):
         return weights(self.ranks, self.ks, per_position)

@@ -127,3 +127,59 @@ def kendall_tau(
     den = (n0 - n1) * (n0 - n2)
     ok = den > 0
     return jnp.where(ok, s_minus_d / jnp.sqrt(jnp.where(ok, den, 1)), 0.0)
+
+
+def _ones(pos: Array) -> Array:
+    return jnp.ones_like(pos)[..., None]
+
+
+@segmented()
+def ordered_pair_accuracy(
+    scores,
+    labels,
+    *,
+    where=None,
+    ranker=_c.PESSIMISTIC_RANKER,
+    judgments=None,
+    judgments_where=None,
+) -> Array:
+    """Ordered pair accuracy: the fraction of the pairs with different labels that
+    are ranked in label order.
+
+    .. math:: OPA = \\frac{\\sum_{i, j} [y_i > y_j]\\,[r_i < r_j]}{\\sum_{i, j} [y_i > y_j]}
+
+    The pairs are counted through the ranker, one grade :math:`t` at a time: for the
+    items of label :math:`t`, the number of items of higher label ranked above them is
+    ``count_before`` with :math:`g = [y = t]`, :math:`w = [y > t]`. The default
+    ranker, ``hard("pessimistic")``, counts tied scores as wrongly ordered (rax's
+    ``opa_metric``, TF-Ranking's ``OPAMetric``); ``hard("expected")`` counts them one
+    half (for binary labels that is :func:`roc_auc`); a smooth ranker gives
+    :math:`\\sum_{y_i > y_j} \\pi_{ij}`, with :math:`\\pi_{ij}` its chance that
+    ``i`` is above ``j``. A list without such pairs gives 0. Cost: one ``count_before``
+    per distinct label (``n`` of them at most, as a ``lax.map``).
+    ``judgments`` and ``judgments_where`` cannot change the value: they are accepted
+    (and checked) so that every metric takes the same keywords.
+
+    Example:
+      >>> import jaxrank
+      >>> # pairs (2 > 1), (2 > 0), (1 > 0): the last is ranked the wrong way
+      >>> round(float(jaxrank.ordered_pair_accuracy([0.9, 0.1, 0.5], [2, 1, 0])), 4)
+      0.6667
+    """
+    p = _c.prepare(scores, labels, None, where, ranker, judgments, judgments_where)
+    # Each label's items form one group of the labels' exact ranking: its start is the
+    # number of higher labels, and the group's first position names a distinct grade.
+    by_label = _c.EXPECTED_RANKER(p.labels, p.valid, depth=None)
+    grade = by_label.in_rank_order(p.labels)
+    n = p.labels.shape[-1]
+    first = (by_label.start == jnp.arange(n)) & by_label.valid_positions()
+    pairs = row_sum(jnp.where(by_label.valid_positions(), by_label.start, 0))
+
+    def correct(c):
+        t = grade[..., c, None]
+        g = (p.labels == t) & p.valid & first[..., c, None]
+        w = (p.labels > t) & p.valid
+        return p.ranks.count_before(g.astype(p.labels.dtype), _ones, w.astype(p.labels.dtype))[..., 0]
+
+    total = jnp.sum(jax.lax.map(correct, jnp.arange(n), batch_size=min(n, 16)), axis=0)
+    return _c.safe_divide(total[..., None], pairs)[..., 0]

@@ -270,7 +270,7 @@ def r_precision(
     return values if many else values[..., 0]
 
 
-@segmented()
+@segmented(per_item=("weights",))
 def dcg(
     scores,
     labels,
@@ -283,14 +283,16 @@ def dcg(
     judgments_where=None,
     gain: Gain = "linear",
     discount: Discount = "log2",
+    weights=None,
 ) -> Array:
     """Discounted cumulative gain at ``k``.
 
-    .. math:: DCG@k = \\sum_i \\frac{G(y_i)\\,[r_i \\le k]}{\\log_2(1 + r_i)}
+    .. math:: DCG@k = \\sum_i \\frac{w_i\\, G(y_i)\\,[r_i \\le k]}{\\log_2(1 + r_i)}
 
     ``gain``: ``"linear"`` :math:`G(y) = \\max(y, 0)` (trec_eval), ``"exp"``
     :math:`2^y - 1` (Burges et al., gdeval), or a callable on labels.
     ``discount``: ``"log2"`` or a callable on 1-based positions.
+    ``weights``: per-item weights :math:`w` (``[..., n]``, default 1), as rax's.
 
     ``rel``, ``judgments`` and ``judgments_where`` cannot change the value: they are
     accepted (and checked) so that every metric takes the same keywords.
@@ -302,10 +304,10 @@ def dcg(
     """
     gain_fn, discount_fn = _c.gain_fn(gain), _c.discount_fn(discount)
     p = _c.prepare(scores, labels, k, where, ranker, judgments, judgments_where)
-    return p.finish(p.at_cutoffs(jnp.where(p.valid, gain_fn(p.labels), 0), discount_fn))
+    return p.finish(p.at_cutoffs(p.weighted(weights, gain_fn(p.labels)), discount_fn))
 
 
-@segmented()
+@segmented(per_item=("weights",))
 def ndcg(
     scores,
     labels,
@@ -319,6 +321,7 @@ def ndcg(
     gain: Gain = "linear",
     discount: Discount = "log2",
     ideal_ranks: Optional[HardRanks] = None,
+    weights=None,
 ) -> Array:
     """Normalised DCG: :math:`DCG@k / IDCG@k`, 0 when the ideal is 0.
 
@@ -328,6 +331,9 @@ def ndcg(
     ``ideal_ranks``: that ideal ranking, when the caller already has it (exact
     ranks of the judgments, or of the labels, by descending value; items of gain 0
     may be left out), so that the same judgments are not ranked twice.
+    ``weights`` (per item, as :func:`dcg`'s) weigh the gains of both; the ideal then
+    orders the items by weighted gain :math:`w_i G(y_i)` (rax's ``ndcg_metric``), and
+    cannot come from ``judgments`` or ``ideal_ranks``.
 
     ``rel`` cannot change the value: they are
     accepted (and checked) so that every metric takes the same keywords.
@@ -341,7 +347,22 @@ def ndcg(
     p = _c.prepare(scores, labels, k, where, ranker, judgments, judgments_where, rank=False)
     # An absent mask stays absent: the rankers then skip counting valid items.
     valid = None if where is None else p.valid
-    actual = dcg(p.scores, p.labels, k=k, where=valid, ranker=ranker, gain=gain, discount=discount)
+    actual = dcg(p.scores, p.labels, k=k, where=valid, ranker=ranker, gain=gain, discount=discount, weights=weights)
+    if weights is not None:
+        if p.judgments is not None or ideal_ranks is not None:
+            raise ValueError("ndcg: weights cannot be combined with judgments or ideal_ranks (they carry no weights)")
+        ideal_gains = p.weighted(weights, _c.gain_fn(gain)(p.labels))
+        ideal = dcg(
+            ideal_gains,
+            p.labels,
+            k=k,
+            where=valid,
+            ranker=hard("stable"),
+            gain=gain,
+            discount=discount,
+            weights=weights,
+        )
+        return jnp.where(ideal > 0, actual / jnp.where(ideal > 0, ideal, 1), 0.0)
     ideal_labels, ideal_valid = (p.labels, valid) if p.judgments is None else (p.judgments, p.jvalid)
     if ideal_ranks is not None and not isinstance(ideal_ranks, HardRanks):
         raise ValueError(f"ideal_ranks must be exact ranks (HardRanks), got {type(ideal_ranks).__name__}")
