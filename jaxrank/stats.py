@@ -138,7 +138,7 @@ def paired_ttest(x, y, *, alternative: Alternative = "two-sided", where=None) ->
       >>> import jaxrank
       >>> t, p = jaxrank.stats.paired_ttest([0.5, 0.7, 0.2, 0.9], [0.4, 0.5, 0.2, 0.6])
       >>> round(float(t), 4), round(float(p), 4)
-      (2.4495, 0.0917)
+      (2.3238, 0.1027)
     """
     alternative = _alternative(alternative)
     d, valid = _paired(x, y, where)
@@ -287,7 +287,7 @@ def sign_test(x, y, *, where=None) -> Array:
 
     Example:
       >>> import jaxrank
-      >>> float(jaxrank.stats.sign_test([0.5, 0.7, 0.2, 0.9, 0.3], [0.4, 0.5, 0.1, 0.6, 0.2]))
+      >>> round(float(jaxrank.stats.sign_test([0.5, 0.7, 0.2, 0.9, 0.3], [0.4, 0.5, 0.1, 0.6, 0.2])), 4)
       0.0625
     """
     d, valid = _paired(x, y, where)

@@ -27,7 +27,7 @@ def _mean_diff(a, b, axis):
 
 # n spans scipy's wilcoxon regimes: exact (<= 50, no ties/zeros), permutation (<= 13 with
 # ties/zeros), normal approximation (ties beyond 13, anything beyond 50).
-@pytest.mark.parametrize("n", [5, 13, 14, 40, 51, 120])
+@pytest.mark.parametrize("n", [5, 14, 60])
 @pytest.mark.parametrize("kind", ["continuous", "ties", "zeros"])
 def test_wilcoxon_and_ttest_match_scipy(n, kind):
     x, y = _pair(n, kind, seed=n)
@@ -40,7 +40,7 @@ def test_wilcoxon_and_ttest_match_scipy(n, kind):
         np.testing.assert_allclose([t, p], [ref.statistic, ref.pvalue], rtol=1e-9, err_msg=alternative)
 
 
-@pytest.mark.parametrize("n", [6, 25, 300])
+@pytest.mark.parametrize("n", [6, 300])
 def test_sign_test_matches_binomtest(n):
     x, y = _pair(n, "zeros", seed=n)
     k, m = int((x > y).sum()), int((x != y).sum())
@@ -48,7 +48,7 @@ def test_sign_test_matches_binomtest(n):
     assert float(stats.sign_test(x, x)) == 1.0  # no differing query
 
 
-@pytest.mark.parametrize("n", [4, 9, 13])
+@pytest.mark.parametrize("n", [4, 13])
 def test_randomization_exact_matches_permutation_test(n):
     x, y = _pair(n, "zeros", seed=n)
     for alternative in ALTERNATIVES:
@@ -64,11 +64,11 @@ def test_randomization_monte_carlo_within_error():
     y = y + 0.05
     key = jax.random.key(0)
     for alternative in ALTERNATIVES:
-        d, p = stats.randomization_test(x, y, alternative=alternative, key=key, n_resamples=20000)
+        d, p = stats.randomization_test(x, y, alternative=alternative, key=key, n_resamples=10000)
         ref = st.permutation_test(
-            (x, y), _mean_diff, permutation_type="samples", alternative=alternative, n_resamples=20000, rng=1
+            (x, y), _mean_diff, permutation_type="samples", alternative=alternative, n_resamples=10000, rng=1
         )
-        se = np.sqrt(ref.pvalue * (1 - ref.pvalue) / 20000) * 2 + 1e-4
+        se = np.sqrt(ref.pvalue * (1 - ref.pvalue) / 10000) * 2 + 1e-4
         np.testing.assert_allclose(d, ref.statistic, rtol=1e-12)
         assert abs(float(p) - ref.pvalue) < 5 * se, (alternative, float(p), ref.pvalue)
     # scipy's Monte Carlo convention: (count + 1) / (n_resamples + 1), never 0
@@ -81,11 +81,11 @@ def test_randomization_monte_carlo_within_error():
 @pytest.mark.parametrize("method", ["percentile", "bca"])
 def test_bootstrap_ci_within_monte_carlo_error(method):
     x = np.random.default_rng(5).gamma(2.0, 0.2, size=40)
-    ref = st.bootstrap((x,), np.mean, method=method, n_resamples=20000, rng=2)
+    ref = st.bootstrap((x,), np.mean, method=method, n_resamples=10000, rng=2)
     # an endpoint's Monte Carlo sd is about 2.7 x (bootstrap sd) / sqrt(resamples)
-    tol = 6 * 2.7 * ref.standard_error / np.sqrt(20000)
+    tol = 6 * 2.7 * ref.standard_error / np.sqrt(10000)
     for where in (None, np.ones(40, bool)):  # the shared-resample path and the masked path
-        low, high = stats.bootstrap_ci(x, key=jax.random.key(1), method=method, n_resamples=20000, where=where)
+        low, high = stats.bootstrap_ci(x, key=jax.random.key(1), method=method, n_resamples=10000, where=where)
         np.testing.assert_allclose([low, high], [ref.confidence_interval.low, ref.confidence_interval.high], atol=tol)
 
 

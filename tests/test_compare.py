@@ -1,0 +1,157 @@
+"""jaxrank.compare and `jaxrank compare`: p-values against scipy applied to trec_eval's own
+per-query values, corrections against statsmodels, the report's formats, bad input."""
+
+import json
+import subprocess
+
+import numpy as np
+import pytest
+import scipy.stats as st
+from statsmodels.stats.multitest import multipletests
+
+import jaxrank
+from jaxrank.cli import main
+
+N_QUERIES, N_DOCS = 24, 30
+
+
+@pytest.fixture(scope="module")
+def trec_files(tmp_path_factory):
+    """Synthetic qrels and three runs on every qrels query (so that trec_eval's query set,
+    -c or not, is the compared one)."""
+    rng = np.random.default_rng(11)
+    path = tmp_path_factory.mktemp("compare")
+    rels = rng.integers(0, 3, size=(N_QUERIES, N_DOCS)) * (rng.random((N_QUERIES, N_DOCS)) < 0.4)
+    with open(path / "qrels", "w") as f:
+        for q in range(N_QUERIES):
+            for d in range(N_DOCS):
+                f.write(f"q{q} 0 d{d} {rels[q, d]}\n")
+    runs = {}
+    for name, signal in (("a.run", 0.0), ("b.run", 0.6), ("c.run", 0.3)):
+        scores = rng.random((N_QUERIES, N_DOCS)) + signal * rels
+        runs[name] = path / name
+        with open(runs[name], "w") as f:
+            for q in range(N_QUERIES):
+                for rank, d in enumerate(np.argsort(-scores[q])):
+                    f.write(f"q{q} Q0 d{d} {rank + 1} {scores[q, d]:.6f} {name}\n")
+    return path / "qrels", runs
+
+
+def _trec_eval_per_query(binary, qrels, run, measures):
+    args = [str(binary), "-q"] + [f"-m{m}" for m in measures] + [str(qrels), str(run)]
+    out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    values = {}
+    for line in out.splitlines():
+        measure, qid, value = line.split()
+        if qid != "all":
+            values.setdefault(measure, {})[qid] = float(value)
+    return values
+
+
+def _cli_json(capsys, *argv):
+    assert main(list(argv)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("test", ["ttest", "wilcoxon", "sign"])
+def test_cli_pvalues_equal_scipy_on_trec_eval_values(capsys, trec_files, trec_eval_binary, test):
+    """P@k per-query values print exactly in trec_eval's 4 decimals: the p-values must equal
+    scipy's on them."""
+    qrels, runs = trec_files
+    measures = ["P.5,10"]
+    records = _cli_json(
+        capsys, "compare", str(qrels), str(runs["a.run"]), str(runs["b.run"]), str(runs["c.run"]),
+        "-m", "P.5,10", "--baseline", "a.run", "--test", test, "--format", "json", "--n-resamples", "200",
+    )  # fmt: skip
+    ref = {name: _trec_eval_per_query(trec_eval_binary, qrels, path, measures) for name, path in runs.items()}
+    tested = [r for r in records if r["baseline"] is not None]
+    assert {(r["system"], r["measure"]) for r in tested} == {
+        (s, m) for s in ("b.run", "c.run") for m in ("P_5", "P_10")
+    }
+    for measure in ("P_5", "P_10"):
+        qids = sorted(ref["a.run"][measure])
+        base = np.array([ref["a.run"][measure][q] for q in qids])
+        pvalues = []
+        for system in ("b.run", "c.run"):
+            x = np.array([ref[system][measure][q] for q in qids])
+            if test == "ttest":
+                p = st.ttest_rel(x, base).pvalue
+            elif test == "wilcoxon":
+                p = st.wilcoxon(x, base).pvalue
+            else:
+                p = st.binomtest(int((x > base).sum()), int((x != base).sum())).pvalue
+            pvalues.append(p)
+            (rec,) = [r for r in tested if r["system"] == system and r["measure"] == measure]
+            np.testing.assert_allclose(rec["pvalue"], p, rtol=1e-9)
+            np.testing.assert_allclose(rec["mean"], x.mean(), rtol=1e-12)
+            assert rec["ci_low"] <= rec["mean"] <= rec["ci_high"]
+        adjusted = multipletests(pvalues, method="holm")[1]
+        got = [next(r for r in tested if r["system"] == s and r["measure"] == measure) for s in ("b.run", "c.run")]
+        np.testing.assert_allclose([r["pvalue_adjusted"] for r in got], adjusted, rtol=1e-9)
+        assert [r["significant"] for r in got] == [bool(a < 0.05) for a in adjusted]
+
+
+def test_every_pair_randomization_and_formats(trec_files, trec_eval_binary):
+    """Every pair, the randomization test (Monte Carlo, 24 queries) within its error of
+    scipy's on trec_eval's map values (4 decimals), and the report's formats."""
+    qrels, runs = trec_files
+    report = jaxrank.compare(str(qrels), {k: str(v) for k, v in runs.items()}, ["map"], n_resamples=4000)
+    assert report.pairs == ((1, 0), (2, 0), (2, 1))
+    ref = {name: _trec_eval_per_query(trec_eval_binary, qrels, path, ["map"])["map"] for name, path in runs.items()}
+    qids = list(report.queries)
+    for p, (s, b) in enumerate(report.pairs):
+        x = np.array([ref[report.systems[s]][q] for q in qids])
+        y = np.array([ref[report.systems[b]][q] for q in qids])
+        np.testing.assert_allclose(report.values[s, 0], x, atol=5e-5)  # trec_eval prints 4 decimals
+        want = st.permutation_test(
+            (x, y), lambda a, c, axis: np.mean(a - c, axis=axis), permutation_type="samples", n_resamples=4000, rng=0
+        ).pvalue
+        assert abs(report.pvalue[p, 0] - want) < 5 * np.sqrt(want * (1 - want) / 4000) * 2 + 2e-3
+    frame = report.to_frame()
+    assert list(frame.columns) == [
+        "system", "baseline", "measure", "mean", "ci_low", "ci_high", "pvalue", "pvalue_adjusted", "significant",
+    ]  # fmt: skip
+    assert len(frame) == 3
+    # b (the strongest signal) beats a and c: marked with their letters in both tables
+    assert report.significant[0, 0] and report.significant[2, 0]
+    assert (
+        report.to_markdown().splitlines()[3].startswith("| (b) b.run")
+        and " ac |" in report.to_markdown().splitlines()[3]
+    )
+    latex = report.to_latex()
+    assert latex.startswith("\\begin{tabular}{lr}") and "$^{ac}$" in latex and "b.run" in latex
+    assert report.to_csv().splitlines()[0] == ",".join(frame.columns)
+    ax = report.plot("b.run", "a.run", "map")
+    assert len(ax.patches) == N_QUERIES
+
+
+def test_missing_queries_score_zero_or_are_dropped(trec_files):
+    qrels, runs = trec_files
+    full = jaxrank.trec.read_run(str(runs["b.run"])).to_dict()
+    partial = {q: docs for q, docs in full.items() if q != "q3"}
+    runs = {"a": str(runs["a.run"]), "b": partial}
+    every = jaxrank.compare(str(qrels), runs, "P.5", test="ttest")
+    assert len(every.queries) == N_QUERIES and every.values[1, 0, every.queries.index("q3")] == 0
+    common = jaxrank.compare(str(qrels), runs, "P.5", test="ttest", queries="common")
+    assert len(common.queries) == N_QUERIES - 1 and "q3" not in common.queries
+
+
+def test_bad_input(capsys, trec_files):
+    qrels, runs = trec_files
+    a = str(runs["a.run"])
+    with pytest.raises(ValueError, match="at least two runs"):
+        jaxrank.compare(str(qrels), {"a": a})
+    with pytest.raises(ValueError, match="baseline"):
+        jaxrank.compare(str(qrels), {"a": a, "b": a}, baseline="z")
+    with pytest.raises(ValueError, match="test"):
+        jaxrank.compare(str(qrels), {"a": a, "b": a}, test="anova")
+    with pytest.raises(ValueError, match="n_resamples"):
+        jaxrank.compare(str(qrels), {"a": a, "b": a}, n_resamples=0)
+    one = {"q1": {"d1": 1.0}}
+    with pytest.raises(ValueError, match="at least two"):
+        jaxrank.compare({"q1": {"d1": 1}}, {"a": one, "b": one})
+    # the command line: one line on stderr, exit status 1
+    for argv in (["compare", str(qrels), a], ["compare", str(qrels), a, "nosuch.run"], ["compare", str(qrels), a, a]):
+        assert main(argv) == 1
+        captured = capsys.readouterr()
+        assert captured.out == "" and len(captured.err.strip().splitlines()) == 1 and "Traceback" not in captured.err
