@@ -17,9 +17,8 @@ from __future__ import annotations
 import sys
 import time
 
-import numpy as np
-
 import _machine
+import numpy as np
 
 
 def make_data(n_systems: int, n_queries: int, n_docs: int, seed: int = 0):
@@ -50,9 +49,7 @@ def time_ranx(qrels, runs, n_permutations: int) -> float:
 
     t0 = time.perf_counter()
     ranx_runs = [Run(run, name=name) for name, run in runs.items()]
-    compare(
-        Qrels(qrels), ranx_runs, ["map", "ndcg@10"], stat_test="fisher", n_permutations=n_permutations, max_p=0.05
-    )
+    compare(Qrels(qrels), ranx_runs, ["map", "ndcg@10"], stat_test="fisher", n_permutations=n_permutations, max_p=0.05)
     return time.perf_counter() - t0
 
 
