@@ -11,6 +11,7 @@ import jax.numpy as jnp
 from jaxrank import _checks
 from jaxrank.metrics import _common as _c
 from jaxrank.metrics._common import Array, Cutoff, Discount, Gain
+from jaxrank.metrics._ideal import ideal_dcg
 from jaxrank.metrics._segments import segmented
 from jaxrank.metrics.curves import threshold_precision_sum
 from jaxrank.ranking import HardRanks, hard
@@ -366,15 +367,20 @@ def ndcg(
     ideal_labels, ideal_valid = (p.labels, valid) if p.judgments is None else (p.judgments, p.jvalid)
     if ideal_ranks is not None and not isinstance(ideal_ranks, HardRanks):
         raise ValueError(f"ideal_ranks must be exact ranks (HardRanks), got {type(ideal_ranks).__name__}")
-    ideal = dcg(
-        ideal_labels,
-        ideal_labels,
-        k=k,
-        where=ideal_valid,
-        ranker=hard("stable") if ideal_ranks is None else ideal_ranks,
-        gain=gain,
-        discount=discount,
-    )
+
+    def ranked():  # [..., C]
+        by = hard("stable") if ideal_ranks is None else ideal_ranks
+        cut = None if p.ks is None else list(p.ks)
+        ideal = dcg(ideal_labels, ideal_labels, k=cut, where=ideal_valid, ranker=by, gain=gain, discount=discount)
+        return ideal[..., None] if cut is None else ideal
+
+    if ideal_ranks is None and isinstance(gain, str):
+        # integer grades: the ideal from counts per grade, not a second ranking
+        every = p.valid if p.judgments is None else p.jvalid
+        ideal = ideal_dcg(ideal_labels, every, p.ks, _c.gain_fn(gain), _c.discount_fn(discount), ranked)
+    else:
+        ideal = ranked()
+    ideal = p.finish(ideal)
     return jnp.where(ideal > 0, actual / jnp.where(ideal > 0, ideal, 1), 0.0)
 
 
