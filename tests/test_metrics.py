@@ -412,3 +412,109 @@ def test_nan_scores_are_ranked_last_under_jit():
     labels = jnp.array([1, 0, 0])
     rr = jax.jit(lambda s: jaxrank.reciprocal_rank(s, labels))(scores)
     assert float(rr) == pytest.approx(1 / 3)
+
+
+# weights= and ordered pair accuracy, against rax ------------------------------------
+def rax_case(seed, rows=6, n=9):
+    rng = np.random.default_rng(seed)
+    scores = np.round(rng.standard_normal((rows, n)), 0)  # many ties
+    labels = rng.integers(0, 4, (rows, n)).astype(np.float64)
+    weights = rng.random((rows, n)) * 2
+    where = rng.random((rows, n)) < 0.8
+    where[0] = False  # an empty list
+    segments = rng.choice(np.array([3, -1, 8]), (rows, n))
+    return scores, labels, weights, where, segments
+
+
+@pytest.mark.parametrize("k", [None, 1, 4])
+@pytest.mark.parametrize("name", ["dcg", "ndcg"])
+def test_weights_give_rax_values(name, k):
+    import rax
+
+    scores, labels, weights, where, _ = rax_case(k or 0)
+    ours = getattr(jaxrank, name)(scores, labels, k=k, where=where, weights=weights, gain="exp")
+    theirs = getattr(rax, f"{name}_metric")(scores, labels, topn=k, where=where, weights=weights, reduce_fn=None)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)
+    unweighted = getattr(jaxrank, name)(scores, labels, k=k, where=where, gain="exp")
+    assert not np.allclose(ours, unweighted)
+
+
+@pytest.mark.parametrize("name", ["dcg", "ndcg", "precision", "recall", "average_precision", "reciprocal_rank"])
+def test_segments_give_rax_segmented_values_in_its_per_item_layout(name):
+    import rax
+
+    rax_name = {"average_precision": "ap", "reciprocal_rank": "mrr"}.get(name, name)
+    scores, labels, weights, where, segments = rax_case(7)
+    kw = dict(weights=weights, gain="exp") if name in ("dcg", "ndcg") else {}
+    ours_kw = dict(adaptive=True) if name == "precision" else {}  # rax divides by the retrieved
+    ours = getattr(jaxrank, name)(scores, labels, k=3, where=where, segments=segments, num_segments=3, **kw, **ours_kw)
+    slot, present, _ = jaxrank.metrics.segment_slots(segments, where, num_segments=3)
+    # rax puts each list's value at its first valid item, 0 elsewhere
+    slot = np.asarray(slot)
+    first = (slot >= 0) & np.array([[s not in row[:i] for i, s in enumerate(row)] for row in slot])
+    per_item = np.where(first, np.take_along_axis(np.asarray(ours), np.maximum(slot, 0), -1), 0)
+    kw.pop("gain", None)
+    theirs = getattr(rax, f"{rax_name}_metric")(
+        scores, labels, topn=3, where=where, segments=segments, reduce_fn=None, **kw
+    )
+    np.testing.assert_allclose(per_item, theirs, rtol=1e-12, atol=1e-12)
+    mean = getattr(rax, f"{rax_name}_metric")(scores, labels, topn=3, where=where, segments=segments, **kw)
+    np.testing.assert_allclose(np.sum(ours) / np.sum(present), mean, rtol=1e-12)
+
+
+def test_weights_errors_name_the_argument():
+    s, y = jnp.array([0.3, 0.2]), jnp.array([1, 0])
+    with pytest.raises(ValueError, match=r"weights must have the shape of scores \(2,\)"):
+        jaxrank.dcg(s, y, weights=jnp.ones(3))
+    with pytest.raises(ValueError, match="weights cannot be combined with judgments"):
+        jaxrank.ndcg(s, y, weights=jnp.ones(2), judgments=jnp.ones(4))
+
+
+def brute_opa(scores, labels, where, tied):
+    """Pairs with y_i > y_j: 1 when s_i > s_j, ``tied`` when equal."""
+    good = total = 0.0
+    for i in np.flatnonzero(where):
+        for j in np.flatnonzero(where):
+            if labels[i] > labels[j]:
+                total += 1
+                good += 1.0 if scores[i] > scores[j] else tied if scores[i] == scores[j] else 0.0
+    return good / total if total else 0.0
+
+
+def test_ordered_pair_accuracy_gives_rax_values_and_counts_ties_by_the_policy():
+    import rax
+
+    scores, labels, _, where, _ = rax_case(3, rows=8, n=10)
+    ours = jaxrank.ordered_pair_accuracy(scores, labels, where=where)
+    np.testing.assert_allclose(ours, rax.opa_metric(scores, labels, where=where, reduce_fn=None), rtol=1e-12)
+    for ties, tied in [("pessimistic", 0.0), ("expected", 0.5), ("optimistic", 1.0)]:
+        got = jaxrank.ordered_pair_accuracy(scores, labels, where=where, ranker=jaxrank.hard(ties))
+        want = [brute_opa(s, y, w, tied) for s, y, w in zip(scores, labels, where)]
+        np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=ties)
+    # binary labels, half credit for ties: the ROC AUC
+    binary = (labels >= 2).astype(np.float64)
+    np.testing.assert_allclose(
+        jaxrank.ordered_pair_accuracy(scores, binary, where=where, ranker=jaxrank.hard("expected")),
+        jaxrank.roc_auc(scores, binary, where=where, rel=1),
+        rtol=1e-12,
+    )
+
+
+def test_smooth_ordered_pair_accuracy_is_the_mean_pair_probability_and_has_a_gradient():
+    scores, labels, _, where, _ = rax_case(4, rows=3, n=7)
+    scores = scores + np.random.default_rng(0).standard_normal(scores.shape) * 0.3
+    ranker = jaxrank.approx(0.5, units="score")
+
+    def opa(s):
+        return jaxrank.ordered_pair_accuracy(s, labels, where=where, ranker=ranker)
+
+    # approx's chance that i is above j: sigmoid((s_i - s_j) / 0.5)
+    want = []
+    for s, y, w in zip(scores, labels, where):
+        pairs = [(i, j) for i in np.flatnonzero(w) for j in np.flatnonzero(w) if y[i] > y[j]]
+        want.append(np.mean([1 / (1 + np.exp(-(s[i] - s[j]) / 0.5)) for i, j in pairs]) if pairs else 0.0)
+    np.testing.assert_allclose(opa(scores), want, rtol=1e-10)
+    grad = jax.jit(jax.grad(lambda s: jnp.sum(opa(s))))(scores)
+    assert np.all(np.isfinite(grad)) and np.abs(grad).sum() > 0
+    one = jax.vmap(lambda s, y, w: jaxrank.ordered_pair_accuracy(s, y, where=w, ranker=ranker))
+    np.testing.assert_allclose(one(scores, labels, where), opa(scores), rtol=1e-12)

@@ -33,8 +33,20 @@ METRICS = {
     "spearman": dict(),
     "kendall_tau": dict(),
     "graded_average_precision": dict(),
+    "ordered_pair_accuracy": dict(),
 }
-SMOOTH = ["precision", "recall", "reciprocal_rank", "average_precision", "dcg", "ndcg", "err", "rbp", "spearman"]
+SMOOTH = [
+    "precision",
+    "recall",
+    "reciprocal_rank",
+    "average_precision",
+    "dcg",
+    "ndcg",
+    "err",
+    "rbp",
+    "spearman",
+    "ordered_pair_accuracy",
+]
 IDS = np.array([-4, 0, 7, 2**20, 3])  # any integers, not sorted, not contiguous
 
 
