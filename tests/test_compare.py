@@ -155,3 +155,13 @@ def test_bad_input(capsys, trec_files):
         assert main(argv) == 1
         captured = capsys.readouterr()
         assert captured.out == "" and len(captured.err.strip().splitlines()) == 1 and "Traceback" not in captured.err
+
+
+def test_docs_compare_md_runs():
+    """docs/compare.md's examples, as a doctest."""
+    import doctest
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "compare.md"
+    result = doctest.testfile(str(path), module_relative=False, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0 and result.attempted > 5
