@@ -15,7 +15,11 @@ Times, from process start to printed output, each tool in its own fresh subproce
      with DIR first on ``sys.path``), cold and warm: an A/B of two versions, in the same
      round-robin;
 
-plus floors: ``python -c pass`` and ``python -c "import jaxrank"`` (the import floor).
+plus floors: ``python -c pass``, ``python -c "import jaxrank"`` (the import floor) and
+``python -c "import jax; jax.numpy.zeros(1)"`` (the JAX runtime's own memory and time). The
+header records the machine, the versions and the load (``benchmarks/_machine.py``); a row
+is marked ``noisy`` when the 1-minute load exceeded 0.5 around any of its runs (the run's
+own share set aside). ``--trec-eval PATH`` names trec_eval's binary when it is not on PATH.
 
 Each measured run goes through a small wrapper process that starts the tool, waits for it
 and reports the tool's own wall time and ``getrusage(RUSAGE_CHILDREN)`` -- so the peak RSS
@@ -28,7 +32,8 @@ in the first timed run). The 1-minute load average is sampled around every run.
 With ``--breakdown`` (default on), one extra subprocess times the phases of the jaxrank
 path using the package's public functions (import, ``trec.read_qrels``, ``trec.read_run``,
 ``evaluate.report`` twice -- the first includes XLA compilation, the second not -- and
-``Report.to_trec``); nothing is added to the package for this.
+``Report.to_trec``); nothing is added to the package for this. It reads the whole run at
+once, where the command reads it a part at a time, so its peak RSS is higher.
 
 The data come from ``benchmarks/gen_trec.py`` and are generated once into ``--data DIR``
 (a fresh temporary directory, removed at the end, when not given):
@@ -51,6 +56,8 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
+
+import _machine
 
 HERE = Path(__file__).resolve().parent
 
@@ -175,7 +182,9 @@ def _run_wrapped(cmd: list[str], out: Path) -> dict:
     res = json.loads(p.stdout.strip().splitlines()[-1])
     if res["rc"] != 0:
         raise RuntimeError(f"{cmd!r} exited with {res['rc']}:\n{p.stderr[-3000:]}")
-    res.update(load_before=load0, load_after=load1, stderr_tail=p.stderr[-500:])
+    own = _machine.own_share(res["user"] + res["sys"], res["wall"])
+    noisy = _machine.is_noisy(load0, load1, own)
+    res.update(load_before=load0, load_after=load1, own_load=own, noisy=noisy, stderr_tail=p.stderr[-500:])
     return res
 
 
@@ -253,7 +262,7 @@ def _tools(args, qrels: Path, run: Path, scripts: Path, jaxrank_bin: str) -> lis
                 [py, str(scripts / "ranx_path.py"), str(qrels), str(run), ",".join(RANX_METRICS)],
             )
         )
-    te = shutil.which("trec_eval")
+    te = args.trec_eval or shutil.which("trec_eval")
     if te and "trec_eval" in args.tools:
         cmd = [te]
         for m in args.measures:
@@ -262,6 +271,10 @@ def _tools(args, qrels: Path, run: Path, scripts: Path, jaxrank_bin: str) -> lis
     if args.floors:
         tools.append(("floor: python -c pass", [py, "-c", "pass"]))
         tools.append(("floor: python -c 'import jaxrank'", [py, "-c", "import jaxrank"]))
+        # the JAX runtime alone: import, and the CPU client that any computation starts
+        tools.append(
+            ("floor: JAX runtime (import jax; jax.numpy.zeros(1))", [py, "-c", "import jax; jax.numpy.zeros(1)"])
+        )
     return tools
 
 
@@ -319,6 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--baseline", metavar="DIR", help="also time the jaxrank sources in DIR (another checkout), cold and warm"
     )
+    ap.add_argument("--trec-eval", help="trec_eval binary (default: trec_eval on PATH)")
     ap.add_argument("--json", help="also write the raw results here")
     args = ap.parse_args(argv)
     args.measures = args.measures or ["all_trec"]
@@ -341,6 +355,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _bench(args, data: Path) -> int:
+    machine = _machine.start(peers=("jaxrank", "pytrec_eval-terrier", "ranx"))
+    print(machine.header(), file=sys.stderr)
     load_start = os.getloadavg()
     fingerprint = _source_fingerprint()
     scripts = data / "scripts"
@@ -427,14 +443,15 @@ def _bench(args, data: Path) -> int:
         f"1-min load around the timed runs: min {min(loads):.2f}, median "
         f"{statistics.median(loads):.2f}, max {max(loads):.2f}."
     )
+    lines.insert(0, machine.header())
     changed = "" if fingerprint_end == fingerprint else f" -> {fingerprint_end} (CHANGED during the run)"
     lines.append(f"jaxrank sources sha256: {fingerprint}{changed}.")
     lines.append("")
     lines.append(
         "| tool | wall s (median) | wall s (min..max) | CPU s (user+sys, median) | peak RSS MB "
-        "| wall / pytrec_eval | RSS / pytrec_eval | output lines | map |"
+        "| wall / pytrec_eval | RSS / pytrec_eval | output lines | map | load |"
     )
-    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for i, (name, _) in enumerate(tools):
         rs = results[name]
         w, cpu, mb = med(name, "wall"), statistics.median(r["user"] + r["sys"] for r in rs), rss_mb(name)
@@ -448,11 +465,17 @@ def _bench(args, data: Path) -> int:
         n_out = len(out.read_text().splitlines()) if out.exists() else 0
         lines.append(
             f"| {name} | {w:.2f} | {min(walls):.2f}..{max(walls):.2f} | {cpu:.1f} | {mb:.0f} "
-            f"| {rw} | {rm} | {n_out} | {_map_value(out)} |"
+            f"| {rw} | {rm} | {n_out} | {_map_value(out)} | {'noisy' if any(r['noisy'] for r in rs) else 'quiet'} |"
         )
-    if not shutil.which("trec_eval"):
-        lines.append("| trec_eval (C), not on PATH: figure given to us, not measured here | ~4.5 | | | ~400 | | | | |")
     lines.append("")
+    te = next((n for n in results if n.startswith("trec_eval")), None)
+    for jr in (n for n in results if "jaxrank eval" in n) if te else ():
+        ratio, rss = med(jr, "wall") / med(te, "wall"), rss_mb(jr) / rss_mb(te)
+        flag = " (noisy)" if any(r["noisy"] for r in results[jr] + results[te]) else ""
+        lines.append(
+            f"{jr} vs trec_eval (C): wall {ratio:.2f}x (target <= 0.5: {'met' if ratio <= 0.5 else 'NOT met'}), "
+            f"peak RSS {rss:.2f}x (target <= 1: {'met' if rss <= 1 else 'NOT met'}){flag}."
+        )
     for jr in (n for n in results if "jaxrank eval" in n) if ref else ():
         speed = med(ref, "wall") / med(jr, "wall")
         mem = rss_mb(ref) / rss_mb(jr)
@@ -474,6 +497,8 @@ def _bench(args, data: Path) -> int:
                 lines.append(f"| {name} | {s:.2f} |")
         else:
             lines.append(f"jaxrank phase breakdown failed: {breakdown['error']}")
+    lines.append("")
+    lines.append(machine.finish())
     text = "\n".join(lines)
     print(text)
     if args.json:
@@ -486,6 +511,7 @@ def _bench(args, data: Path) -> int:
                     load_end=load_end,
                     results=results,
                     breakdown=breakdown,
+                    machine=machine.as_dict(),
                     ranx_metrics=RANX_METRICS,
                 ),
                 indent=1,

@@ -202,6 +202,35 @@ def _compilation_cache() -> None:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 
 
+def _libc(name: str) -> Optional[Callable]:
+    """A glibc malloc function, or None (another C library)."""
+    import ctypes
+
+    try:
+        return getattr(ctypes.CDLL(None), name)
+    except (AttributeError, OSError):
+        return None
+
+
+def _one_malloc_arena() -> None:
+    """glibc gives each thread that allocates its own malloc arena, and memory freed in one
+    is kept for reuse there: XLA's worker threads and the reading threads then hold a few
+    hundred MB of freed blocks between them (docs/bench_trec.md). One arena keeps the peak
+    RSS near the live data; its lock costs nothing measurable with these few, large
+    allocations. Only before JAX starts its threads."""
+    mallopt = _libc("mallopt")
+    if mallopt is not None:
+        mallopt(-8, 1)  # M_ARENA_MAX (malloc.h)
+
+
+def _release_freed_memory() -> None:
+    """Give the pages of freed heap blocks back to the system (reading the qrels leaves
+    about 90 MB of them on the 5M-line benchmark, docs/bench_trec.md)."""
+    trim = _libc("malloc_trim")
+    if trim is not None:
+        trim(0)
+
+
 def _one_line(message: object) -> str:
     return " ".join(str(message).split()) or "error"
 
@@ -244,6 +273,7 @@ def _speculate(plan: Plan, q: Qrels, run_source, *, max_docs) -> Optional[tuple]
     """Start compiling, in the background, for the batch shape the run most likely gives:
     the qrels' queries and judgments, and the depth of the run's first query. Compilation
     then overlaps the parsing of the run. Returns the shape, or None."""
+    _release_freed_memory()
     depth = _peek_depth(run_source)
     if depth is None or len(q) == 0:
         return None
@@ -305,6 +335,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # The run makes few reference cycles (arrays are freed by reference counting), and
         # the collector's passes over JAX's many objects are pure overhead here.
         gc.disable()
+        _one_malloc_arena()
         _fast_compile_flags()
         _compilation_cache()
     try:

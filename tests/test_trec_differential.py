@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from jaxrank.cli import main
+from jaxrank.trec import _parse, files
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec_eval"
 
@@ -257,3 +258,18 @@ def test_values_trec_eval_reads_by_accident_are_refused_with_file_and_line(
     assert (status, out.getvalue()) == (1, "")
     assert err.getvalue().count("\n") == 1 and "Traceback" not in err.getvalue()
     assert f"{tmp_path}/{message}" in err.getvalue()
+
+
+@pytest.mark.parametrize("seed", [100, 104, 111])  # cases with 3 to 5 run queries
+def test_run_read_in_many_parts_matches_trec_eval(widest_case_compiled, trec_eval_binary, tmp_path, monkeypatch, seed):
+    """``jaxrank eval`` reads a run a few queries at a time (``files._run_parts``); here parts
+    of 5 lines and blocks of 128 bytes, so queries span blocks and parts end mid-block. The
+    lines of each query are kept together (a shuffled file takes the whole-file path)."""
+    monkeypatch.setattr(_parse, "_BLOCK_BYTES", 128)
+    monkeypatch.setattr(files, "_PART_LINES", 5)
+    qrels, run = _case(np.random.default_rng(seed))
+    run = "".join(sorted(run.splitlines(keepends=True), key=lambda line: line.split()[0]))
+    (tmp_path / "run").write_text(run)
+    assert len(list(files._run_parts(tmp_path / "run"))) >= 2
+    for flags in (["-q"], ["-q", "-c", "-J"], ["-q", "-c", "-M3"], ["-c", "-M0"]):
+        _compare(trec_eval_binary, tmp_path, qrels, run, flags, ["-m", "all_trec"])

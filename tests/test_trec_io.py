@@ -704,3 +704,68 @@ def test_demo_files_ship_with_the_package():
     batch = to_batch(qrels, run, complete=True)
     assert batch.where.sum(axis=1).tolist() == [60, 80, 50, 0]
     assert (batch.labels < 0).any() and (batch.labels >= 2).any()
+
+
+# ----------------------------------------------------------------------------- runs in parts
+
+
+def _parts_text(rng: np.random.Generator) -> str:
+    lines = []
+    for q in rng.permutation(40):
+        for i in range(int(rng.integers(1, 30))):
+            lines.append(f"q{q} Q0 d{rng.integers(10**6)}x{i} {i} {rng.integers(-3, 4) / 2} t{q}\n")
+    return "".join(lines)
+
+
+@pytest.mark.parametrize("part_lines, block_bytes", [(1, 64), (7, 100), (50, 1000), (10**6, 1 << 22)])
+def test_run_parts_together_are_the_run(tmp_path, monkeypatch, part_lines, block_bytes):
+    path = write(tmp_path, "r", _parts_text(np.random.default_rng(part_lines)))
+    whole = read_run(path)
+    monkeypatch.setattr(_parse, "_BLOCK_BYTES", block_bytes)
+    monkeypatch.setattr(files, "_PART_LINES", part_lines)
+    parts = list(files._run_parts(path))
+    assert len(parts) == 1 if part_lines == 10**6 else 10 < len(parts) <= 40
+    order = np.argsort(np.concatenate([p.qids for p in parts]))
+    joined = collections.ChainMap(*[p.to_dict() for p in parts])
+    assert dict(joined) == whole.to_dict() and parts[-1].tag == whole.tag
+    for p in parts:  # each part holds the whole of its queries, in trec_eval's order
+        for q, s in files._per_query(p.qids, p.offsets):
+            i = int(np.flatnonzero(whole.qids == q)[0])
+            assert p.docnos[s].tolist() == whole.docnos[whole.offsets[i] : whole.offsets[i + 1]].tolist()
+    assert order.size == len(whole)
+
+
+def test_run_parts_refuse_a_scattered_query_and_evaluate_reads_it_whole(tmp_path, monkeypatch):
+    text = _parts_text(np.random.default_rng(3))
+    lines = text.splitlines(keepends=True)
+    scattered = "".join(lines[1:] + lines[:1])  # the first query's first line moved to the end
+    path = write(tmp_path, "r", scattered)
+    qrels = {f"q{q}": {f"d{d}x{i}": 1 for d in range(3) for i in range(3)} for q in range(40)}
+    monkeypatch.setattr(files, "_PART_LINES", 10)
+    with pytest.raises(files._Scattered):
+        list(files._run_parts(path))
+    from jaxrank.trec.evaluate import report
+
+    want = report(qrels, read_run(path), ["all_trec"]).to_trec(per_query=True)
+    assert report(qrels, path, ["all_trec"]).to_trec(per_query=True) == want
+
+
+PART_ERRORS = [  # (lines, line named, words): the whole-file reader's precedence
+    (["q1 Q0 a 1 1 t", "q1 Q0 a 2 0 t", "q2 Q0 b 1 1 t", "q3 Q0 c 1 x t"], 4, "score is not a number"),
+    (["q1 Q0 a 1 1 t", "q1 Q0 a 2 0 t", "q2 Q0 b 1 1 t", "q3 Q0 c 1 nan t"], 4, "score is NaN"),
+    (["q1 Q0 a 1 1 t", "q2 Q0 b 1 nan t", "q3 Q0 c 1 nan t", "q3 Q0 c 2 1 t"], 2, "score is NaN"),
+    (["q1 Q0 a 1 1 t", "q2 Q0 b 1 1 t", "q2 Q0 b 2 1 t", "q3 Q0 c 1 1 t", "q3 Q0 c 1 1 t"], 3, "lines 2 and 3"),
+]
+
+
+@pytest.mark.parametrize("lines, line, words", PART_ERRORS)
+def test_run_parts_raise_what_read_run_raises(tmp_path, monkeypatch, lines, line, words):
+    path = write(tmp_path, "r", "\n".join(lines) + "\n")
+    with pytest.raises(TrecFormatError) as whole:
+        read_run(path)
+    monkeypatch.setattr(files, "_PART_LINES", 1)
+    monkeypatch.setattr(_parse, "_BLOCK_BYTES", 16)
+    with pytest.raises(TrecFormatError) as parts:
+        list(files._run_parts(path))
+    assert str(parts.value) == str(whole.value)
+    assert whole.value.line == line and words in str(whole.value)

@@ -162,19 +162,11 @@ def _bucket(x: int, minimum: int = 8) -> int:
 # goes through XLA at once, bigger batches in slices of queries. This bounds the memory of
 # XLA's intermediate arrays (a few dozen [rows, n] float64 arrays for all_trec) whatever
 # the number of queries; the compiled function is shared by the slices.
-_CELLS_PER_CALL = 1 << 18
+_CELLS_PER_CALL = 1 << 17
 
 
 def _rows_per_call(n_q: int, n: int) -> int:
     return _bucket(min(n_q, max(8, _CELLS_PER_CALL // max(n, 1))))
-
-
-def _pad(a: np.ndarray, rows: int, cols: int, fill) -> np.ndarray:
-    if a.shape == (rows, cols):
-        return a
-    out = np.full((rows, cols), fill, dtype=a.dtype)
-    out[: a.shape[0], : a.shape[1]] = a
-    return out
 
 
 # Compiled computations, by (plan, queries, n, m): futures, so that a compilation started in

@@ -16,6 +16,7 @@ import dataclasses
 import io
 import json
 import math
+import os
 from collections.abc import Callable, Iterable
 from typing import Any, Optional, Union
 
@@ -23,7 +24,8 @@ import jax
 import numpy as np
 
 from jaxrank.trec import files as trec
-from jaxrank.trec.engine import _bucket, _executable, _pad, _reuse, _rows_per_call, relstring_text
+from jaxrank.trec._join import _ranges
+from jaxrank.trec.engine import _bucket, _executable, _reuse, _rows_per_call, relstring_text
 from jaxrank.trec.measures import MIN_GEO_MEAN, Column, Plan, parse_measures
 
 __all__ = ["Report", "evaluate", "report"]
@@ -190,52 +192,123 @@ def format_values(v: np.ndarray) -> list[str]:
 # ----------------------------------------------------------------------------- evaluation
 
 
+@dataclasses.dataclass
+class _Rows:
+    """The retrieved documents of the evaluated run queries, unpadded, gathered part by part:
+    query ``index[i]`` (its place in the qrels) has the next ``lens[i]`` entries of ``scores``
+    and ``rr`` (trec_eval's relevance values: rel if judged, -2 pooled but unjudged, -1 not
+    in the qrels), in trec_eval's order."""
+
+    index: list = dataclasses.field(default_factory=list)
+    lens: list = dataclasses.field(default_factory=list)
+    scores: list = dataclasses.field(default_factory=list)
+    rr: list = dataclasses.field(default_factory=list)
+
+    def add(self, j: trec._Joined) -> None:
+        self.index.append(j.rel_q)
+        self.lens.append(j.run_lens)
+        self.scores.append(j.scores.copy())  # not a view that keeps the part's arrays alive
+        rr = np.where(j.judged, j.labels, np.where(j.pooled, -2, -1))
+        small = rr.size == 0 or (rr.min() >= -128 and rr.max() < 128)  # a quarter of int32's memory
+        self.rr.append(rr.astype(np.int8 if small else np.int32))
+
+    def joined(self) -> tuple[np.ndarray, ...]:
+        """(index, lens, starts of each query's entries, scores, rr), one array each; the
+        parts are freed as they are copied, so the rows are not held twice."""
+        index, lens = np.concatenate(self.index), np.concatenate(self.lens)
+        starts = np.cumsum(lens) - lens
+        return index, lens, starts, _drain(self.scores), _drain(self.rr)
+
+
+def _drain(parts: list) -> np.ndarray:
+    """``np.concatenate(parts)``, emptying ``parts`` while copying."""
+    out = np.empty(sum(p.size for p in parts), dtype=np.result_type(*parts))
+    at = 0
+    parts.reverse()
+    while parts:
+        p = parts.pop()
+        out[at : at + p.size] = p
+        at += p.size
+    return out
+
+
+def _collect(q: trec.Qrels, parts, judged_only: Iterable[bool], max_docs: Optional[int]):
+    """The rows of each ``judged_only`` setting from the parts of a run (Runs over disjoint
+    queries), the run's qids and its tag."""
+    rows = {jo: _Rows() for jo in judged_only}
+    run_qids, tag = [], ""
+    for part in parts:
+        run_qids.append(part.qids)
+        tag = part.tag or tag
+        for jo, r in rows.items():
+            r.add(trec._joined(q, part, complete=False, max_docs=max_docs, judged_only=jo))
+    return rows, np.concatenate(run_qids), tag
+
+
+def _fill(flat: np.ndarray, starts: np.ndarray, lens: np.ndarray, rows: int, cols: int, fill) -> np.ndarray:
+    """``[rows, cols]``: row i holds ``flat[starts[i]:starts[i] + lens[i]]``, then ``fill``."""
+    out = np.full((rows, cols), fill, dtype=flat.dtype)
+    out.reshape(-1)[_ranges(np.arange(lens.size) * cols, lens)] = flat[_ranges(starts, lens)]
+    return out
+
+
 def _group(
     plan: Plan,
     q: trec.Qrels,
-    r: trec.Run,
+    found: _Rows,
+    run_qids: np.ndarray,
     *,
     complete: bool,
     max_docs: Optional[int],
     judged_only: bool,
     guess: Optional[tuple] = None,
 ):
-    """Evaluate the measures of ``plan`` on one batch: (qids, per-measure ``[Q, C]`` arrays,
-    rows of queries missing from the run, judgments with rel > 0 per query)."""
-    batch = trec.to_batch(q, r, complete=complete, max_docs=max_docs, judged_only=judged_only)
-    n_q = int(batch.qids.size)
-    if n_q == 0:
-        raise ValueError("no query is both in the qrels and in the run")
-    rr = np.where(batch.judged, batch.labels, np.where(batch.pooled, -2, -1))
-    rr = np.where(batch.where, rr, 0).astype(np.int32)
-    scores, where = batch.scores, batch.where
-    bogus = np.zeros(n_q, bool)
-    if complete:
-        bogus = ~np.isin(batch.qids, r.qids)
+    """Evaluate the measures of ``plan`` on the run's rows: (qids, per-measure ``[Q, C]``
+    arrays, rows of queries missing from the run, judgments with rel > 0 per query). Slices
+    of queries are padded one at a time, so no padded copy of the whole run is made."""
+    index, lens, starts, scores, rr = found.joined()
+    bogus = np.zeros(q.qids.size, bool)
+    if complete:  # every qrels query; those the run lacks have no documents
+        bogus[:] = ~np.isin(q.qids, run_qids)
+        all_lens = np.zeros(q.qids.size, np.int64)
+        all_lens[index], lens = lens, all_lens
+        all_starts = np.zeros(q.qids.size, np.int64)
+        all_starts[index], starts = starts, all_starts
+        index = np.arange(q.qids.size)
         if bogus.any() and not judged_only and (max_docs is None or max_docs > 0):
             # trec_eval 10 ranks one document, absent from the qrels, for a missing query
-            scores, where, rr = scores.copy(), where.copy(), rr.copy()
-            scores[bogus, 0], where[bogus, 0], rr[bogus, 0] = 1.0, True, -1
-    n = _bucket(scores.shape[1])
-    rows, n, m = _reuse(plan, (_rows_per_call(n_q, n), n, _bucket(batch.judgments.shape[1])), guess)
+            lens[bogus], starts[bogus] = 1, scores.size
+            scores, rr = np.append(scores, 1.0), np.append(rr, np.int32(-1))
+    order = np.argsort(index, kind="stable")  # trec_eval's query order: the qrels'
+    index, lens, starts = index[order], lens[order], starts[order]
+    bogus = bogus[index]
+    n_q = int(index.size)
+    if n_q == 0:
+        raise ValueError("no query is both in the qrels and in the run")
+    rel_starts, rel_lens = q.offsets[index], np.diff(q.offsets)[index]
+    n = _bucket(max(1, int(lens.max())))
+    m = _bucket(max(1, int(rel_lens.max())))
+    rows, n, m = _reuse(plan, (_rows_per_call(n_q, n), n, m), guess)
     executable = _executable(plan, (rows, n, m)).result()
-    judgments = batch.judgments.astype(np.int32)
+    rels = q.rels.astype(np.int32)
     parts = []
     with jax.enable_x64(True):
         for lo in range(0, n_q, rows):
-            hi = slice(lo, lo + rows)
+            s = slice(lo, lo + rows)
+            here, rel_here = lens[s], rel_lens[s]
             parts.append(
                 executable(
-                    _pad(scores[hi], rows, n, 0.0),
-                    _pad(rr[hi], rows, n, 0),
-                    _pad(where[hi], rows, n, False),
-                    _pad(judgments[hi], rows, m, 0),
-                    _pad(batch.judgments_where[hi], rows, m, False),
+                    _fill(scores, starts[s], here, rows, n, 0.0),
+                    _fill(rr, starts[s], here, rows, n, 0).astype(np.int32),
+                    np.arange(n) < np.pad(here, (0, rows - here.size))[:, None],
+                    _fill(rels, rel_starts[s], rel_here, rows, m, 0),
+                    np.arange(m) < np.pad(rel_here, (0, rows - rel_here.size))[:, None],
                 )
             )
         out = [np.concatenate([p[i] for p in parts])[:n_q] for i in range(len(parts[0]))]
-    positive = np.count_nonzero((batch.judgments > 0) & batch.judgments_where, axis=1)
-    return [str(x) for x in batch.qids.tolist()], out, bogus, positive
+    positive = np.bincount(np.repeat(np.arange(q.qids.size), np.diff(q.offsets)), weights=q.rels > 0)
+    positive = positive[index].astype(np.int64)
+    return [str(x) for x in q.qids[index].tolist()], out, bogus, positive
 
 
 def report(
@@ -273,12 +346,20 @@ def report(
     guess = None
     if before_run is not None and not isinstance(run, trec.Run):
         guess = before_run(next(iter(plans.values())), q)
-    r = run if isinstance(run, trec.Run) else trec.read_run(run)
+    if isinstance(run, (str, os.PathLike)):
+        # read a part of the run at a time (trec.read_run's result, never all of it at once),
+        # unless a query's lines are scattered over the file
+        try:
+            found, run_qids, tag = _collect(q, trec._run_parts(run), groups, max_docs)
+        except trec._Scattered:
+            found, run_qids, tag = _collect(q, [trec.read_run(run)], groups, max_docs)
+    else:
+        found, run_qids, tag = _collect(q, [run if isinstance(run, trec.Run) else trec.read_run(run)], groups, max_docs)
     results: list = [None] * len(parsed)
     qids, bogus, positive = None, None, None
     for jo, idx in groups.items():
         qids_g, out, bogus_g, positive_g = _group(
-            plans[jo], q, r, complete=complete, max_docs=max_docs, judged_only=jo, guess=guess
+            plans[jo], q, found[jo], run_qids, complete=complete, max_docs=max_docs, judged_only=jo, guess=guess
         )
         qids, bogus, positive = qids_g, bogus_g, positive_g
         for i, o in zip(idx, out):
@@ -304,7 +385,7 @@ def report(
             columns.append(column)
             values[column.name] = v
             if column.summary:
-                summary[column.name] = _aggregate(column, v, n_q, r, complete, positive)
+                summary[column.name] = _aggregate(column, v, n_q, tag, complete, positive)
     return Report(qids=qids, columns=columns, values=values, summary=summary)
 
 
@@ -322,9 +403,9 @@ def _complete(queries: Optional[str], complete: bool) -> bool:
     return queries == "qrels"
 
 
-def _aggregate(column: Column, v, n_q: int, run: trec.Run, complete: bool, positive):
+def _aggregate(column: Column, v, n_q: int, tag: str, complete: bool, positive):
     if column.agg == "runid":
-        return run.tag
+        return tag
     if column.agg == "count":
         return n_q
     if column.agg == "sum" or column.agg == "num_rel":

@@ -45,12 +45,14 @@ from jaxrank.trec._parse import (
     _QRELS,
     _RUN,
     TrecFormatError,
+    _Block,
     _blocks,
     _decode,
     _encode,
     _Entries,
     _factorize,
     _hash,
+    _Lines,
     _one_float,
     _one_int,
     _Spec,
@@ -186,9 +188,14 @@ def _from_file(path: Path, spec: _Spec) -> _Entries:
     name = str(path)
     if path.is_dir():
         raise TrecFormatError(name, None, "is a directory, not a file")
+    return _from_blocks(name, spec, _blocks(path, spec))
+
+
+def _from_blocks(name: str, spec: _Spec, blocks: Iterable[_Block]) -> _Entries:
+    """The entries of parsed blocks, in order, and their tag (the last block's with one)."""
     heads, head_lens, docnos, values, lines = [], [], [], [], []
     tag = None
-    for block in _blocks(path, spec):
+    for block in blocks:
         if block.qids.size == 0:
             continue
         q = _words(block.qids)  # qids come in long runs: keep one per run
@@ -212,7 +219,7 @@ def _from_file(path: Path, spec: _Spec) -> _Entries:
         k = int(np.searchsorted(starts, i, side="right")) - 1
         return blocks_lines[k](i - int(starts[k]))
 
-    all_docnos = _widen(np.concatenate(docnos))
+    all_docnos = _widen(np.concatenate(docnos)) if len(docnos) > 1 else _widen(docnos[0])
     docnos.clear()  # free each part once joined: these arrays are as long as the file
     all_values = np.concatenate(values)
     values.clear()
@@ -356,12 +363,16 @@ def read_run(source: Source) -> Run:
     >>> r.docnos.astype(str).tolist(), r.scores.tolist()
     (['b', 'c', 'a'], [2.0, 1.0, 1.0])
     """
-    e = _entries(source, _RUN)
+    return _run_from_entries(_entries(source, _RUN))
+
+
+def _run_from_entries(e: _Entries) -> Run:
+    """The entries of a run in trec_eval's order; raises for a NaN score, else for a
+    document twice in a query."""
     nan = np.isnan(e.values)
     if nan.any():  # trec_eval's order of NaN scores is its C library's qsort's accident
         i = int(np.argmax(nan))
-        reason = "score is NaN (trec_eval's ranking of NaN scores depends on its C library's sort)"
-        raise TrecFormatError(e.name, e.line_of(i), reason)
+        raise TrecFormatError(e.name, e.line_of(i), _NAN_SCORE)
     key = _packed(e.qids, e.qid_names.size, _hash(e.docnos))
     key.sort()
     if np.any(key[1:] == key[:-1]):
@@ -375,6 +386,81 @@ def read_run(source: Source) -> Run:
     scores, e.values = (e.values if order is None else e.values[order]), None
     del order
     return Run(_decode(e.qid_names), offsets, docnos, scores, e.tag)
+
+
+_NAN_SCORE = "score is NaN (trec_eval's ranking of NaN scores depends on its C library's sort)"
+_PART_LINES = 1 << 16  # lines of a run file read and ordered at a time by _run_parts
+
+
+class _Scattered(Exception):
+    """A query's lines are not together in the run file: :func:`_run_parts` cannot cut it."""
+
+
+def _cut(block: _Block, lo: int, hi: int) -> _Block:
+    lines = block.lines
+    lines = _Lines(lines.first + lo, None) if lines.listed is None else _Lines(lines.first, lines.listed[lo:hi])
+    return _Block(lines, block.qids[lo:hi], block.docnos[lo:hi], block.values[lo:hi], block.tag)
+
+
+def _run_parts(path: str | os.PathLike) -> Iterator[Run]:
+    """A run file as Runs of about ``_PART_LINES`` lines, each holding every line of its
+    queries, in file order: the file's Run is their union, and no part is as big as the file.
+
+    Raises :class:`_Scattered` when a query's lines are not all together (its lines in two
+    parts), and the errors of :func:`read_run` with the same precedence: a line that cannot
+    be read first, then a NaN score, then a document twice (the first of each in the file).
+    """
+    path = Path(path)
+    name = str(path)
+    if path.is_dir():
+        raise TrecFormatError(name, None, "is a directory, not a file")
+    seen: set[bytes] = set()
+    pending: list[_Block] = []
+    n_pending = 0
+    errors: dict[str, TrecFormatError] = {}
+    empty = True
+
+    def part(blocks: list[_Block]) -> Iterator[Run]:
+        e = _from_blocks(name, _RUN, blocks)
+        names = e.qid_names.tolist()
+        if seen.intersection(names):
+            raise _Scattered(name)
+        seen.update(names)
+        if errors:  # a later error may still outrank the one found: NaN scores only
+            if "nan" not in errors and np.isnan(e.values).any():
+                errors["nan"] = TrecFormatError(name, e.line_of(int(np.argmax(np.isnan(e.values)))), _NAN_SCORE)
+            return
+        try:
+            yield _run_from_entries(e)
+        except TrecFormatError as error:
+            errors["nan" if error.reason == _NAN_SCORE else "other"] = error
+
+    for block in _blocks(path, _RUN):
+        if block.qids.size == 0:
+            continue
+        empty = False
+        pending.append(block)
+        n_pending += block.qids.size
+        if n_pending < _PART_LINES:
+            continue
+        # cut where the last query starts: its lines may continue in the next block
+        last = block.qids[-1]
+        k = len(pending) - 1
+        while k >= 0 and not np.any(other := pending[k].qids != last):
+            k -= 1
+        if k < 0:
+            continue  # one query so far: keep reading
+        at = int(np.flatnonzero(other)[-1]) + 1
+        head = pending[:k] + [_cut(pending[k], 0, at)]
+        tail = [_cut(pending[k], at, pending[k].qids.size)] + pending[k + 1 :]
+        yield from part(head)
+        pending, n_pending = tail, sum(b.qids.size for b in tail)
+    if empty:
+        raise TrecFormatError(name, 1, f"no data lines (empty, or only comments and blank lines); expected {_RUN.fmt}")
+    if pending:
+        yield from part(pending)
+    if errors:
+        raise errors.get("nan", errors.get("other"))
 
 
 def write_run(run: Run, path: str | os.PathLike, tag: str | None = None) -> Path:
@@ -440,6 +526,41 @@ def to_batch(
     >>> sorted(b.judgments[0].tolist()), to_batch(q, r, complete=True).qids.tolist()
     ([1, 2], ['1', '2'])
     """
+    j = _joined(qrels, run, complete=complete, max_docs=max_docs, judged_only=judged_only)
+    n = max(1, int(j.run_lens.max(initial=0)))
+    m = max(1, int(j.rel_lens.max(initial=0)))
+    return Batch(
+        qids=j.qids,
+        docnos=_pad(j.docnos, j.run_lens, n, b""),
+        scores=_pad(j.scores, j.run_lens, n, 0.0),
+        labels=_pad(j.labels, j.run_lens, n, 0),
+        judged=_pad(j.judged, j.run_lens, n, False),
+        pooled=_pad(j.pooled, j.run_lens, n, False),
+        where=_pad(np.ones(j.docnos.size, dtype=bool), j.run_lens, n, False),
+        judgments=_pad(j.judgments, j.rel_lens, m, 0),
+        judgments_where=_pad(np.ones(j.judgments.size, dtype=bool), j.rel_lens, m, False),
+    )
+
+
+@dataclasses.dataclass
+class _Joined:
+    """:func:`to_batch`'s arrays before padding: the documents of query ``qids[i]`` are the
+    next ``run_lens[i]`` entries of the per-document arrays, its judgments the next
+    ``rel_lens[i]`` entries of ``judgments``."""
+
+    qids: np.ndarray
+    rel_q: np.ndarray  # the place of each of qids in the qrels
+    run_lens: np.ndarray
+    docnos: np.ndarray
+    scores: np.ndarray
+    labels: np.ndarray
+    judged: np.ndarray
+    pooled: np.ndarray
+    rel_lens: np.ndarray
+    judgments: np.ndarray
+
+
+def _joined(qrels: Qrels, run: Run, *, complete: bool, max_docs: int | None, judged_only: bool) -> _Joined:
     if max_docs is not None and max_docs < 0:
         raise ValueError(f"max_docs must be >= 0, got {max_docs}")
     if complete:
@@ -465,19 +586,8 @@ def to_batch(
         keep = np.flatnonzero(judged)
         docnos, scores, labels, pooled, judged = (x[keep] for x in (docnos, scores, labels, pooled, judged))
         run_lens = np.bincount(np.repeat(np.arange(qids.size), run_lens)[keep], minlength=qids.size)
-    n = max(1, int(run_lens.max(initial=0)))
-    m = max(1, int(rel_lens.max(initial=0)))
-    return Batch(
-        qids=qids.astype(qrels.qids.dtype if qids.size else "U1"),
-        docnos=_pad(docnos, run_lens, n, b""),
-        scores=_pad(scores, run_lens, n, 0.0),
-        labels=_pad(labels, run_lens, n, 0),
-        judged=_pad(judged, run_lens, n, False),
-        pooled=_pad(pooled, run_lens, n, False),
-        where=_pad(np.ones(docnos.size, dtype=bool), run_lens, n, False),
-        judgments=_pad(judgments, rel_lens, m, 0),
-        judgments_where=_pad(np.ones(judgments.size, dtype=bool), rel_lens, m, False),
-    )
+    qids = qids.astype(qrels.qids.dtype if qids.size else "U1")
+    return _Joined(qids, rel_q, run_lens, docnos, scores, labels, judged, pooled, rel_lens, judgments)
 
 
 def demo_paths() -> tuple[Path, Path]:
