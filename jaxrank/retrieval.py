@@ -21,6 +21,7 @@ Memory and sharding are described in ``docs/scale.md``.
 
 from __future__ import annotations
 
+import math
 from functools import partial
 from typing import Optional, Union
 
@@ -35,17 +36,35 @@ from jaxrank import _checks
 Array = jax.Array
 AxisName = Union[str, tuple[str, ...]]
 
-# Scores held per block: Q x block elements. 2**24 float32 (64 MiB) keeps the
-# block's matrix product large enough to run at full speed and its top-k cheap
-# to merge; docs/scale.md times it beside smaller and larger blocks.
-_BLOCK_ELEMENTS = 1 << 24
+# Scores held per block: query tile x block elements. 2**22 float32 (16 MiB) stay in
+# the last-level cache between the matrix product that writes them and the
+# screening that reads them, which runs both faster than larger blocks do
+# (docs/scale.md times the alternatives). Queries go in tiles of at most
+# _QUERY_TILE rows, one full search per tile.
+_BLOCK_ELEMENTS = 1 << 22
+_QUERY_TILE = 512
 _MIN_BLOCK, _MAX_BLOCK = 1024, 65536
 _ID_DTYPE = jnp.int32
+# Columns per group whose maximum screens a block against the running k-th best.
+_GROUP = 32
+
+
+def _filler(dtype) -> Array:
+    """The lowest value of ``dtype`` in ``top_k``'s total order (a NaN with the sign bit and
+    every payload bit set): pool slots no longer in use, below every score a product yields."""
+    bits = {jnp.float32: np.uint32, jnp.float64: np.uint64}[jnp.dtype(dtype).type]
+    return jnp.asarray(np.array(np.iinfo(bits).max, bits).view(dtype))
+
+
+def _tile_rows(num_queries: int) -> int:
+    """Rows per query tile: at most ``_QUERY_TILE``, the tiles as even as possible."""
+    tiles = -(-max(num_queries, 1) // _QUERY_TILE)
+    return -(-max(num_queries, 1) // tiles)
 
 
 def _default_block(num_queries: int, k: int) -> int:
-    block = _BLOCK_ELEMENTS // max(num_queries, 1)
-    block = min(max(block, _MIN_BLOCK), _MAX_BLOCK)
+    block = _BLOCK_ELEMENTS // _tile_rows(num_queries)
+    block = min(max(block, _MIN_BLOCK), _MAX_BLOCK) // _GROUP * _GROUP  # whole groups
     return max(block, k)
 
 
@@ -101,8 +120,103 @@ def _merge(best: Array, best_ids: Array, scores: Array, offset, k: int, recall_t
     return values, jnp.where(at < k, from_best, at.astype(_ID_DTYPE) - k + offset)
 
 
-def _local_search(queries, corpus, k: int, block: int, recall_target, precision, total: int):
-    """Top-``min(k, N)`` over ``corpus`` [N, d], ids local to it, in blocks of ``block`` rows."""
+def _screen_capacity(k: int, block: int, seen: int) -> int:
+    """Groups a block may send to the pool per query when ``seen`` documents set the threshold.
+
+    For documents in random order a block of ``block`` rows holds about
+    ``lam = k * block / seen`` documents above the k-th best of ``seen``; the
+    capacity covers the Poisson tail of every query of a large batch
+    (``lam + 4 sqrt(lam) + 4``). A block that needs more takes the exact
+    fallback, so the capacity sets the speed, never the result.
+    """
+    lam = k * block / seen
+    return int(math.ceil(lam + 4.0 * math.sqrt(lam) + 4.0))
+
+
+def _epochs(first: int, full: int, block: int, k: int) -> list[tuple[int, int, Optional[int]]]:
+    """``(start, stop, capacity)`` over the ``full`` blocks after the first: runs of blocks
+    that share one threshold (merged at their end), ``capacity=None`` for merged blocks.
+
+    An epoch lasts about as many rows as were seen before it, so the threshold is
+    refreshed a logarithmic number of times; its pool is about ``block`` columns at most.
+    """
+    out: list[tuple[int, int, Optional[int]]] = []
+    j = 0
+    while j < full:
+        seen = first + j * block
+        cap = _screen_capacity(k, block, seen)
+        per = cap * _GROUP
+        if block % _GROUP or 2 * per > block or full - j < 2:
+            stop, cap = j + 1, None
+        else:
+            stop = min(full, j + max(2, seen // block), j + max(2, block // per))
+            # No epoch of one block: XLA inlines a loop of one trip, and the inlined
+            # screening ran 4x slower than the same block inside a loop (measured).
+            stop = full if full - stop == 1 else stop
+        if cap is None and out and out[-1][2] is None:
+            out[-1] = (out[-1][0], stop, None)
+        else:
+            out.append((j, stop, cap))
+        j = stop
+    return out
+
+
+def _screened_epoch(values, ids, queries, corpus, start_row: int, blocks: int, block: int, cap: int, precision):
+    """Merge ``blocks`` blocks of ``block`` rows from ``start_row`` into the running top-k.
+
+    Exact by a bound: a document can enter the top-``k`` only if its score is at
+    least the running k-th best ``t``, so only groups of ``_GROUP`` columns whose
+    maximum is not below ``t`` are kept (at most ``cap`` per query and block,
+    written to a pool); the pool is merged with one ``top_k`` at the end. A block
+    where some query has more groups above ``t`` is merged whole at once
+    (``lax.cond``), and the pool written before it is then ignored.
+    """
+    q, kk = values.shape
+    per = cap * _GROUP
+    groups = block // _GROUP
+    pool_s = jnp.zeros((q, blocks * per), values.dtype)
+    pool_i = jnp.zeros((q, blocks * per), _ID_DTYPE)
+    member = lax.broadcasted_iota(_ID_DTYPE, (1, 1, _GROUP), 2)
+
+    def body(j, carry):
+        values, ids, pool_s, pool_i, valid_from = carry
+        offset = start_row + j * block
+        s = _scores(queries, lax.dynamic_slice_in_dim(corpus, offset, block), precision)
+        top = s.reshape(q, groups, _GROUP).max(axis=-1)
+        # not (max < t): also true for NaN maxima, and for every group when t is NaN
+        wanted = ~(top < values[:, -1:])
+        # Wanted groups first, in ascending order (top_k's ties go to the lower index);
+        # the groups that fill the remaining slots lie below t and never enter the top-k.
+        _, grp = lax.top_k(wanted.astype(jnp.float32), cap)
+        grp = grp.astype(_ID_DTYPE)
+        cand = jnp.take_along_axis(s.reshape(q, groups, _GROUP), grp[:, :, None], axis=1).reshape(q, per)
+        cand_ids = (grp[:, :, None] * _GROUP + member + offset).reshape(q, per)
+        pool_s = lax.dynamic_update_slice_in_dim(pool_s, cand, j * per, axis=1)
+        pool_i = lax.dynamic_update_slice_in_dim(pool_i, cand_ids, j * per, axis=1)
+        over = jnp.max(jnp.sum(wanted, axis=-1, dtype=jnp.int32)) > cap
+
+        def whole(_):
+            # The pool of the blocks before this one (since the last such merge), then this
+            # whole block: ids stay ascending, and no document comes twice.
+            slot = lax.broadcasted_iota(jnp.int32, (1, blocks * per), 1)
+            live = (slot >= valid_from * per) & (slot < j * per)
+            cat = jnp.concatenate([values, jnp.where(live, pool_s, _filler(pool_s.dtype)), s], axis=-1)
+            cat_ids = jnp.concatenate([ids, pool_i, lax.broadcasted_iota(_ID_DTYPE, s.shape, 1) + offset], axis=-1)
+            v, at = lax.top_k(cat, kk)
+            return v, jnp.take_along_axis(cat_ids, at, axis=-1), (j + 1).astype(jnp.int32)
+
+        values, ids, valid_from = lax.cond(over, whole, lambda _: (values, ids, valid_from), None)
+        return values, ids, pool_s, pool_i, valid_from
+
+    carry = (values, ids, pool_s, pool_i, jnp.zeros((), jnp.int32))
+    values, ids, pool_s, pool_i, valid_from = lax.fori_loop(0, blocks, body, carry)
+    live = lax.broadcasted_iota(jnp.int32, (1, blocks * per), 1) >= valid_from * per
+    v, at = lax.top_k(jnp.concatenate([values, jnp.where(live, pool_s, _filler(pool_s.dtype))], axis=-1), kk)
+    return v, jnp.take_along_axis(jnp.concatenate([ids, pool_i], axis=-1), at, axis=-1)
+
+
+def _tile_search(queries, corpus, k: int, block: int, recall_target, precision, total: int):
+    """Top-``min(k, N)`` of one query tile over ``corpus`` [N, d], ids local to it, in blocks of ``block`` rows."""
     n = corpus.shape[0]
     kk = min(k, n)
     # The first block holds at least k rows, so the running top-k starts full of
@@ -116,16 +230,38 @@ def _local_search(queries, corpus, k: int, block: int, recall_target, precision,
         docs = lax.dynamic_slice_in_dim(corpus, offset, rows)
         return _merge(best, best_ids, _scores(queries, docs, precision), offset, kk, recall_target, total)
 
-    if full:
+    plan = _epochs(first, full, block, kk) if recall_target is None else [(0, full, None)]
+    for start, stop, cap in plan:
+        if cap is not None:
+            values, ids = _screened_epoch(
+                values, ids, queries, corpus, first + start * block, stop - start, block, cap, precision
+            )
+        else:
 
-        def body(i, carry):
-            return step(first + i * block, *carry, block)
+            def body(i, carry, start=start):
+                return step(first + (start + i) * block, *carry, block)
 
-        values, ids = lax.fori_loop(0, full, body, (values, ids))
+            values, ids = lax.fori_loop(0, stop - start, body, (values, ids))
     rest = n - first - full * block
     if rest:  # the ragged last block: its own static shape, no padding rows
         values, ids = step(first + full * block, values, ids, rest)
     return values, ids
+
+
+def _local_search(queries, corpus, k: int, block: int, recall_target, precision, total: int):
+    """Top-``min(k, N)`` over ``corpus`` [N, d], ids local to it, one query tile at a time."""
+    q = queries.shape[0]
+    rows = _tile_rows(q)
+    search_tile = partial(
+        _tile_search, corpus=corpus, k=k, block=block, recall_target=recall_target, precision=precision, total=total
+    )
+    if rows == q:
+        return search_tile(queries)
+    tiles = -(-q // rows)
+    # Zero rows pad the last tile; their results are dropped.
+    padded = jnp.concatenate([queries, jnp.zeros((tiles * rows - q, queries.shape[1]), queries.dtype)])
+    values, ids = lax.map(search_tile, padded.reshape(tiles, rows, -1))
+    return values.reshape(tiles * rows, -1)[:q], ids.reshape(tiles * rows, -1)[:q]
 
 
 def _pad_to_k(values: Array, ids: Array, k: int):
@@ -216,10 +352,17 @@ def search(
 
     .. math:: \\mathrm{ids}_q = \\operatorname{top\\text{-}k}_{j}\\; \\langle q, c_j \\rangle
 
-    The corpus is read in blocks of ``block_size`` rows; each block's scores
-    ``[Q, block]`` are reduced to their top-``k`` and merged into a running
-    top-``k``, so memory is :math:`O(Q (k + block))` and the ``[Q, N]`` matrix
-    never exists.
+    The queries go in tiles of at most 512 rows and the corpus in blocks of
+    ``block_size`` rows; each block's scores ``[tile, block]`` are merged into a
+    running top-``k``, so memory is :math:`O(\\mathrm{tile} (k + block))` and the
+    ``[Q, N]`` matrix never exists. After the first block, a block is screened
+    against the running k-th best ``t``: the maximum of each group of 32 columns
+    is compared with ``t``, and only groups whose maximum is not below ``t`` (the
+    only ones that can hold a document of the top-``k``) go to a pool, merged by
+    one ``top_k`` at the end of an epoch (epochs double in length, so ``t`` is
+    refreshed a logarithmic number of times). A block with more such groups
+    than the pool has room for is merged whole. Every path is exact and the same
+    on every platform (``docs/scale.md``).
 
     Args:
       queries: ``[Q, d]`` embeddings (float; half precision accumulates in float32).

@@ -10,6 +10,7 @@ import pytest
 from devices import run_with_host_devices
 
 import jaxrank
+from jaxrank import retrieval
 from jaxrank.retrieval import join, search
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,6 +45,78 @@ def test_search_equals_brute_force_with_ties(k, block_size):
     scores, ids = search(queries, corpus, k, block_size=block_size)
     want_scores, want_ids = brute_force(queries, corpus, k)
     assert ids.dtype == jnp.int32 and scores.shape == ids.shape == (7, k)
+    np.testing.assert_array_equal(ids, want_ids)
+    np.testing.assert_array_equal(scores, want_scores)
+
+
+def screens(num_queries, num_docs, k, block):
+    """Whether search screens some blocks by group maxima (the path the tests below are about)."""
+    first = max(block, min(k, num_docs))
+    plan = retrieval._epochs(first, (num_docs - first) // block, block, min(k, num_docs))
+    return any(cap is not None for _, _, cap in plan)
+
+
+@pytest.mark.parametrize(
+    "k, num_docs, block_size, screened",
+    [
+        (1, 10_011, 1024, True),  # corpus not a multiple of the block nor of the group
+        (10, 10_011, 1024, True),
+        (100, 40_013, 4096, True),
+        (1500, 10_011, 1024, False),  # k beyond a block: merged whole
+        (2997, 3000, 1024, False),  # k close to N
+    ],
+)
+def test_screened_search_equals_brute_force(k, num_docs, block_size, screened):
+    rng = np.random.default_rng(k)
+    # Integers: every product is exact in float32, ties are rare but present.
+    queries = rng.integers(-50, 51, (7, 8)).astype(np.float32)
+    corpus = rng.integers(-50, 51, (num_docs, 8)).astype(np.float32)
+    assert screens(7, num_docs, k, block_size) == screened
+    scores, ids = search(queries, corpus, k, block_size=block_size)
+    want_scores, want_ids = brute_force(queries, corpus, k)
+    np.testing.assert_array_equal(ids, want_ids)
+    np.testing.assert_array_equal(scores, want_scores)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, jnp.bfloat16, np.float16])
+def test_screened_search_with_many_ties_and_half_precision(dtype):
+    # Small integers (exact in every dtype here). d=4 in -2..2: groups tie with the running
+    # k-th best in numbers, every screened block overflows and is merged whole; d=8 in
+    # -3..3: the screened blocks stay within capacity, with several documents per query
+    # tied with the final k-th best.
+    rng = np.random.default_rng(6)
+    for high, d in ((2, 4), (3, 8)):
+        queries = rng.integers(-high, high + 1, (7, d)).astype(np.float32)
+        corpus = rng.integers(-high, high + 1, (10_011, d)).astype(np.float32)
+        assert screens(7, 10_011, 10, 1024)
+        scores, ids = search(queries.astype(dtype), corpus.astype(dtype), 10, block_size=1024)
+        want_scores, want_ids = brute_force(queries, corpus, 10)
+        np.testing.assert_array_equal(ids, want_ids)
+        np.testing.assert_array_equal(scores, want_scores)
+
+
+def test_screened_search_when_every_block_overflows(monkeypatch):
+    # A capacity of one group: every screened block takes the whole-block merge, after
+    # some pool slots were written (they must not be merged twice).
+    monkeypatch.setattr(retrieval, "_screen_capacity", lambda k, block, seen: 1)
+    monkeypatch.setattr(retrieval, "_GROUP", 8)
+    rng = np.random.default_rng(7)
+    queries = rng.standard_normal((5, 8)).astype(np.float32)
+    corpus = rng.standard_normal((3000, 8)).astype(np.float32)
+    assert screens(5, 3000, 10, 256)
+    scores, ids = jax.jit(lambda q, c: search(q, c, 10, block_size=256))(queries, corpus)
+    full = np.asarray(jnp.asarray(queries) @ jnp.asarray(corpus).T)  # float32, as search computes them
+    order = np.lexsort((np.broadcast_to(np.arange(3000), full.shape), -full), axis=-1)[:, :10]
+    np.testing.assert_array_equal(ids, order)
+
+
+def test_search_tiles_queries():
+    # More queries than one tile: the last tile is padded with zero rows, dropped after.
+    rng = np.random.default_rng(8)
+    queries, corpus = tied_embeddings(rng, 2 * retrieval._QUERY_TILE + 3), tied_embeddings(rng, 300)
+    assert retrieval._tile_rows(queries.shape[0]) < queries.shape[0]
+    scores, ids = search(queries, corpus, 5, block_size=64)
+    want_scores, want_ids = brute_force(queries, corpus, 5)
     np.testing.assert_array_equal(ids, want_ids)
     np.testing.assert_array_equal(scores, want_scores)
 
@@ -185,6 +258,13 @@ def test_sharded_corpus_equals_single_device():
         inside = jax.jit(jax.shard_map(
             lambda q, c: search(q, c, 30, block_size=16, axis_name="d"),
             mesh=line, in_specs=(P(), P("d")), out_specs=(P(), P()), check_vma=False))
+        # Shards of 5120 rows searched in blocks of 1024: the screened path on every device.
+        q8 = rng.integers(-50, 51, (7, 8)).astype(np.float32)
+        c8 = rng.integers(-50, 51, (8 * 5120, 8)).astype(np.float32)
+        got = search(q8, jax.device_put(c8, NamedSharding(line, P("d"))), 10, block_size=1024)
+        want = search(q8, c8, 10, block_size=1024)
+        np.testing.assert_array_equal(got[1], want[1])
+        np.testing.assert_array_equal(got[0], want[0])
         for k, got in [
             (30, search(q, on_line, 30, block_size=16)),
             (30, search(q, on_grid, 30, block_size=16)),
