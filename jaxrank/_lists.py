@@ -3,7 +3,8 @@
 A *segment* is one list among several packed in a row (``segments[..., n]``, any
 integer ids, rax's convention): items interact only with valid items of their own
 segment. Segment operations go through the ``[..., n, n]`` same-segment mask, so
-they cost O(n^2) per row and are used only when ``segments`` is given.
+they cost O(n^2) per row and are used only when ``segments`` is given. Per-list
+values come out per slot, ``[..., S]``, as the metrics' (docs/segments.rst).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxrank import _checks
+from jaxrank.metrics import _segments
+from jaxrank.metrics._segments import SegmentSlots
 from jaxrank.ranking import hard
 from jaxrank.ranking._backend import inverse_permutation
 from jaxrank.ranking._ties import take
@@ -22,17 +25,19 @@ from jaxrank.ranking._ties import take
 
 class Lists(NamedTuple):
     """Checked inputs: masked ``scores``, ``labels`` and ``weights`` (0 where invalid,
-    ``weights`` None when not given), the mask ``valid`` and, with segments, ``same``:
-    ``[..., n, n]``, true for valid pairs of one segment (the diagonal included)."""
+    ``weights`` None when not given), the mask ``valid`` and, with segments, ``same``
+    (``[..., n, n]``, true for valid pairs of one segment, the diagonal included) and
+    ``slots`` (:class:`jaxrank.metrics.SegmentSlots`: each list's slot)."""
 
     scores: jax.Array
     labels: jax.Array
     valid: jax.Array
     weights: Optional[jax.Array]
     same: Optional[jax.Array]
+    slots: Optional[SegmentSlots] = None
 
 
-def prepare(scores, labels, where, segments=None, weights=None) -> Lists:
+def prepare(scores, labels, where, segments=None, weights=None, num_segments: Optional[int] = None) -> Lists:
     scores = _checks.scores(scores)
     labels = _checks.same_shape(labels, scores.shape, "labels")
     valid = _checks.mask(where, scores.shape, broadcast=True)
@@ -43,13 +48,17 @@ def prepare(scores, labels, where, segments=None, weights=None) -> Lists:
     w = None
     if weights is not None:
         w = jnp.where(valid, _checks.same_shape(weights, scores.shape, "weights").astype(dtype), zero)
-    same = None
-    if segments is not None:
-        segments = _checks.same_shape(segments, scores.shape, "segments")
-        if not (jnp.issubdtype(segments.dtype, jnp.integer) or jnp.issubdtype(segments.dtype, jnp.bool_)):
-            raise ValueError(f"segments must hold integer segment ids, got {segments.dtype}")
-        same = pair_mask(valid) & (segments[..., :, None] == segments[..., None, :])
-    return Lists(s, y, valid, w, same)
+    if segments is None:
+        if num_segments is not None:
+            raise ValueError("num_segments was given without segments")
+        return Lists(s, y, valid, w, None)
+    segments = _checks.segment_ids(segments, scores.shape)
+    n = scores.shape[-1]
+    num_segments = n if num_segments is None else _checks.positive_int(num_segments, "num_segments")
+    found = _segments.slots(segments, valid, num_segments)
+    _segments._too_many(found.count, num_segments)
+    same = pair_mask(valid) & (segments[..., :, None] == segments[..., None, :])
+    return Lists(s, y, valid, w, same, found)
 
 
 def pair_mask(valid: jax.Array) -> jax.Array:
@@ -72,12 +81,21 @@ def first_of_segment(same: jax.Array) -> jax.Array:
 
 def per_list(values: jax.Array, lists: Lists) -> jax.Array:
     """Per-item ``values`` summed over each list: ``[...]`` without segments; with
-    segments, ``[..., n]`` holding each segment's sum at its first valid item, 0
-    elsewhere."""
+    segments, ``[..., S]``, slot by slot (0 in empty slots; NaN in a row with more
+    lists than slots)."""
     values = jnp.where(lists.valid, values, 0)
-    if lists.same is None:
+    if lists.slots is None:
         return jnp.sum(values, axis=-1)
-    return jnp.where(first_of_segment(lists.same), segment_sum(values, lists.same), 0)
+    num_segments = lists.slots.present.shape[-1]
+    in_slot = lists.slots.slot[..., :, None] == jnp.arange(num_segments)
+    out = jnp.sum(jnp.where(in_slot, values[..., :, None], 0), axis=-2)
+    return jnp.where(lists.slots.count[..., None] > num_segments, jnp.nan, out)
+
+
+def holds_list(lists: Lists) -> jax.Array:
+    """Where :func:`per_list` holds a list: ``[...]`` rows with a valid item, or ``[..., S]``
+    present slots."""
+    return jnp.any(lists.valid, axis=-1) if lists.slots is None else lists.slots.present
 
 
 def order(values: jax.Array, valid: jax.Array, key=None) -> jax.Array:

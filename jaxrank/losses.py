@@ -9,9 +9,9 @@ items has loss 0 (or 1 for the metric losses, whose metric is 0 there).
 
 The baselines also take ``segments[..., n]`` (integer ids: several lists packed
 in one row, rax's convention; items interact only within their segment) and
-return then ``[..., n]``: each segment's loss at its first valid item, 0
-elsewhere, so that ``loss.sum(-1)`` sums the row's lists and the value of every
-list equals that of the same list padded apart. ``weights[..., n]`` weighs the
+``num_segments`` (``S``, default ``n``), and return then ``[..., S]``: one loss per
+list, slot ``s`` holding the list of the ``s``-th smallest id, as the metrics do
+(docs/segments.rst); each equals the loss of the same list padded apart. ``weights[..., n]`` weighs the
 items where rax does (the label distribution of the softmax losses, the terms
 of the others, the first item of each pair), and the pairwise losses take a
 ``lambdaweight=`` from :mod:`jaxrank.lambdaweights`.
@@ -24,6 +24,7 @@ of the others, the first item of each pair), and the pairwise losses take a
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Optional
 
 import jax
 import jax.numpy as jnp
@@ -173,11 +174,7 @@ def _poly1(lists: _lists.Lists, ce: jax.Array, p: jax.Array, epsilon: float) -> 
     """``ce + epsilon (1 - pt)``, ``pt`` the softmax probability of the target ``p``; 0 at
     the positions (segments) where ``ce`` holds no list."""
     pt = _lists.per_list(p * jnp.exp(_log_softmax(lists)), lists)
-    if lists.same is None:
-        holds = jnp.any(lists.valid, axis=-1)
-    else:
-        holds = _lists.first_of_segment(lists.same)
-    return jnp.where(holds, ce + epsilon * (1 - pt), 0)
+    return jnp.where(_lists.holds_list(lists), ce + epsilon * (1 - pt), 0)
 
 
 def _unique_softmax_terms(lists: _lists.Lists, gain) -> jax.Array:
@@ -223,10 +220,10 @@ PairLoss = Callable[[jax.Array, jax.Array], tuple[jax.Array, jax.Array]]
 
 
 def _pair_terms(
-    scores, labels, where, segments, weights, pair_loss: PairLoss, lambdaweight
+    scores, labels, where, segments, weights, pair_loss: PairLoss, lambdaweight, num_segments=None
 ) -> tuple[jax.Array, jax.Array, _lists.Lists]:
     """``[..., n, n]`` pair losses (0 where the pair does not count) and the pairs that count."""
-    lists = _lists.prepare(scores, labels, where, segments, weights)
+    lists = _lists.prepare(scores, labels, where, segments, weights, num_segments)
     s, y = lists.scores, lists.labels
     loss, counts = pair_loss(s[..., :, None] - s[..., None, :], y[..., :, None] - y[..., None, :])
     counts = counts & (_lists.pair_mask(lists.valid) if lists.same is None else lists.same)
@@ -238,8 +235,8 @@ def _pair_terms(
     return jnp.where(counts, loss, 0), counts, lists
 
 
-def _pairwise(scores, labels, where, segments, weights, pair_loss: PairLoss, lambdaweight) -> jax.Array:
-    terms, _, lists = _pair_terms(scores, labels, where, segments, weights, pair_loss, lambdaweight)
+def _pairwise(scores, labels, where, segments, weights, pair_loss: PairLoss, lambdaweight, num_segments) -> jax.Array:
+    terms, _, lists = _pair_terms(scores, labels, where, segments, weights, pair_loss, lambdaweight, num_segments)
     return _lists.per_list(jnp.sum(terms, axis=-1), lists)
 
 
@@ -247,8 +244,24 @@ def _higher_first(y_diff):
     return y_diff > 0
 
 
+@jax.custom_jvp
+def _softplus(x):
+    """``log(1 + e^x)``, with a derivative that reuses the forward's ``e^{-|x|}``: 2
+    transcendentals per pair for value and gradient where ``jax.nn.softplus`` takes 3
+    (the pairwise losses are bound by them; benchmarks/bench_losses.py)."""
+    return jax.nn.relu(x) + jnp.log1p(jnp.exp(-jnp.abs(x)))
+
+
+@_softplus.defjvp
+def _softplus_jvp(primals, tangents):
+    (x,), (dx,) = primals, tangents
+    e = jnp.exp(-jnp.abs(x))
+    sigmoid = jnp.where(x >= 0, 1, e) / (1 + e)
+    return jax.nn.relu(x) + jnp.log1p(e), sigmoid * dx
+
+
 def _logistic(s_diff, y_diff):
-    return jax.nn.softplus(-s_diff), _higher_first(y_diff)
+    return _softplus(-s_diff), _higher_first(y_diff)
 
 
 def _hinge(s_diff, y_diff):
@@ -287,7 +300,9 @@ def _sigmoid_cross_entropy(s, y):
 
 
 # Listwise baselines ------------------------------------------------------------------------
-def softmax_cross_entropy(scores, labels, *, where=None, segments=None, weights=None) -> jax.Array:
+def softmax_cross_entropy(
+    scores, labels, *, where=None, segments=None, num_segments: Optional[int] = None, weights=None
+) -> jax.Array:
     """ListNet-style softmax cross-entropy against the label distribution.
 
     .. math:: \\ell = -\\sum_i p_i \\log \\frac{e^{s_i}}{\\sum_j e^{s_j}}, \\qquad
@@ -300,11 +315,13 @@ def softmax_cross_entropy(scores, labels, *, where=None, segments=None, weights=
       >>> round(float(softmax_cross_entropy(jnp.array([0.0, 0.0]), jnp.array([1, 0]))), 5)  # log 2
       0.69315
     """
-    lists = _lists.prepare(scores, labels, where, segments, weights)
+    lists = _lists.prepare(scores, labels, where, segments, weights, num_segments)
     return _cross_entropy(lists, _distribution(lists, _label_mass(lists)))
 
 
-def poly1_softmax(scores, labels, *, epsilon: float = 1.0, where=None, segments=None, weights=None) -> jax.Array:
+def poly1_softmax(
+    scores, labels, *, epsilon: float = 1.0, where=None, segments=None, num_segments: Optional[int] = None, weights=None
+) -> jax.Array:
     """Poly-1 softmax loss (Leng et al., 2022): the softmax cross-entropy plus
     ``epsilon`` times one minus the softmax probability of the targets.
 
@@ -318,13 +335,22 @@ def poly1_softmax(scores, labels, *, epsilon: float = 1.0, where=None, segments=
       >>> round(float(poly1_softmax(jnp.array([0.0, 0.0]), jnp.array([1, 0]))), 5)  # log 2 + 1/2
       1.19315
     """
-    lists = _lists.prepare(scores, labels, where, segments, weights)
+    lists = _lists.prepare(scores, labels, where, segments, weights, num_segments)
     p = _distribution(lists, _label_mass(lists))
     loss = _poly1(lists, _cross_entropy(lists, p), p, epsilon)
     return jnp.where(_lists.per_list(p, lists) > 0, loss, 0)
 
 
-def unique_softmax(scores, labels, *, where=None, segments=None, weights=None, gain: _c.Gain = "exp") -> jax.Array:
+def unique_softmax(
+    scores,
+    labels,
+    *,
+    where=None,
+    segments=None,
+    num_segments: Optional[int] = None,
+    weights=None,
+    gain: _c.Gain = "exp",
+) -> jax.Array:
     """Unique softmax loss (Zhu & Klabjan, 2020): each item against the items of
     lower label only.
 
@@ -338,11 +364,11 @@ def unique_softmax(scores, labels, *, where=None, segments=None, weights=None, g
       >>> round(float(unique_softmax(jnp.array([0.0, 0.0]), jnp.array([1, 0]))), 5)  # log 2
       0.69315
     """
-    lists = _lists.prepare(scores, labels, where, segments, weights)
+    lists = _lists.prepare(scores, labels, where, segments, weights, num_segments)
     return _lists.per_list(_unique_softmax_terms(lists, gain), lists)
 
 
-def listmle(scores, labels, *, where=None, segments=None, key=None) -> jax.Array:
+def listmle(scores, labels, *, where=None, segments=None, num_segments: Optional[int] = None, key=None) -> jax.Array:
     """ListMLE (Xia et al., 2008): negative Plackett-Luce log-likelihood of the
     order of the labels.
 
@@ -356,7 +382,7 @@ def listmle(scores, labels, *, where=None, segments=None, key=None) -> jax.Array
       >>> round(float(listmle(jnp.array([0.0, 0.0]), jnp.array([1, 0]))), 5)  # log 2 + log 1
       0.69315
     """
-    lists = _lists.prepare(scores, labels, where, segments)
+    lists = _lists.prepare(scores, labels, where, segments, None, num_segments)
     return _lists.per_list(_listmle_terms(lists, key), lists)
 
 
@@ -370,7 +396,9 @@ _PAIRWISE_DOC = """
 """
 
 
-def pairwise_logistic(scores, labels, *, where=None, segments=None, weights=None, lambdaweight=None) -> jax.Array:
+def pairwise_logistic(
+    scores, labels, *, where=None, segments=None, num_segments: Optional[int] = None, weights=None, lambdaweight=None
+) -> jax.Array:
     """RankNet pairwise logistic loss (Burges et al., 2005).
 
     .. math:: \\ell = \\sum_{i, j:\\ y_i > y_j} \\log\\big(1 + e^{-(s_i - s_j)}\\big)
@@ -380,10 +408,12 @@ def pairwise_logistic(scores, labels, *, where=None, segments=None, weights=None
       >>> round(float(pairwise_logistic(jnp.array([1.0, 0.0]), jnp.array([0, 1]))), 5)  # log(1 + e)
       1.31326
     """
-    return _pairwise(scores, labels, where, segments, weights, _logistic, lambdaweight)
+    return _pairwise(scores, labels, where, segments, weights, _logistic, lambdaweight, num_segments)
 
 
-def pairwise_hinge(scores, labels, *, where=None, segments=None, weights=None, lambdaweight=None) -> jax.Array:
+def pairwise_hinge(
+    scores, labels, *, where=None, segments=None, num_segments: Optional[int] = None, weights=None, lambdaweight=None
+) -> jax.Array:
     """Pairwise hinge loss (RankSVM).
 
     .. math:: \\ell = \\sum_{i, j:\\ y_i > y_j} \\max\\big(0, 1 - (s_i - s_j)\\big)
@@ -393,10 +423,12 @@ def pairwise_hinge(scores, labels, *, where=None, segments=None, weights=None, l
       >>> float(pairwise_hinge(jnp.array([1.0, 0.5]), jnp.array([0, 1])))
       1.5
     """
-    return _pairwise(scores, labels, where, segments, weights, _hinge, lambdaweight)
+    return _pairwise(scores, labels, where, segments, weights, _hinge, lambdaweight, num_segments)
 
 
-def pairwise_soft_zero_one(scores, labels, *, where=None, segments=None, weights=None, lambdaweight=None) -> jax.Array:
+def pairwise_soft_zero_one(
+    scores, labels, *, where=None, segments=None, num_segments: Optional[int] = None, weights=None, lambdaweight=None
+) -> jax.Array:
     """Pairwise soft zero-one loss: the sigmoid of each misordering.
 
     .. math:: \\ell = \\sum_{i, j:\\ y_i > y_j} \\sigma\\big(-(s_i - s_j)\\big)
@@ -406,10 +438,12 @@ def pairwise_soft_zero_one(scores, labels, *, where=None, segments=None, weights
       >>> float(pairwise_soft_zero_one(jnp.array([0.0, 0.0]), jnp.array([0, 1])))
       0.5
     """
-    return _pairwise(scores, labels, where, segments, weights, _soft_zero_one, lambdaweight)
+    return _pairwise(scores, labels, where, segments, weights, _soft_zero_one, lambdaweight, num_segments)
 
 
-def pairwise_mse(scores, labels, *, where=None, segments=None, weights=None, lambdaweight=None) -> jax.Array:
+def pairwise_mse(
+    scores, labels, *, where=None, segments=None, num_segments: Optional[int] = None, weights=None, lambdaweight=None
+) -> jax.Array:
     """Pairwise squared error between score and label differences, over every
     ordered pair (each unordered pair twice; equal labels included).
 
@@ -420,7 +454,7 @@ def pairwise_mse(scores, labels, *, where=None, segments=None, weights=None, lam
       >>> float(pairwise_mse(jnp.array([0.0, 0.0]), jnp.array([0, 1])))  # 1 + 1
       2.0
     """
-    return _pairwise(scores, labels, where, segments, weights, _mse, lambdaweight)
+    return _pairwise(scores, labels, where, segments, weights, _mse, lambdaweight, num_segments)
 
 
 def pairwise_qr(
@@ -431,6 +465,7 @@ def pairwise_qr(
     squared: bool = False,
     where=None,
     segments=None,
+    num_segments: Optional[int] = None,
     weights=None,
     lambdaweight=None,
 ) -> jax.Array:
@@ -448,7 +483,7 @@ def pairwise_qr(
     if isinstance(tau, bool) or not isinstance(tau, (int, float)) or not 0 < tau <= 1:
         raise ValueError(f"tau must be in (0, 1], got {tau!r}")
     _checks.boolean(squared, "squared")
-    return _pairwise(scores, labels, where, segments, weights, _qr(float(tau), squared), lambdaweight)
+    return _pairwise(scores, labels, where, segments, weights, _qr(float(tau), squared), lambdaweight, num_segments)
 
 
 for _f, _pairs_text in (
@@ -462,7 +497,16 @@ for _f, _pairs_text in (
     _f.__doc__ = _head + _PAIRWISE_DOC.format(pairs=_pairs_text) + "\n    Example:" + _example
 
 
-def lambda_loss(scores, labels, *, where=None, segments=None, mu: float = 10.0, gain: _c.Gain = "exp") -> jax.Array:
+def lambda_loss(
+    scores,
+    labels,
+    *,
+    where=None,
+    segments=None,
+    num_segments: Optional[int] = None,
+    mu: float = 10.0,
+    gain: _c.Gain = "exp",
+) -> jax.Array:
     """LambdaLoss with the NDCG-Loss2++ weights (Wang et al., 2018).
 
     .. math::
@@ -493,12 +537,16 @@ def lambda_loss(scores, labels, *, where=None, segments=None, mu: float = 10.0, 
         rho = lambdaweights.dcg(scores, labels, gain=gain, **kwargs)
         return rho + mu * lambdaweights.dcg2(scores, labels, gain=gain, **kwargs)
 
-    loss = pairwise_logistic(scores, labels, where=where, segments=segments, lambdaweight=weight)
+    loss = pairwise_logistic(
+        scores, labels, where=where, segments=segments, num_segments=num_segments, lambdaweight=weight
+    )
     return loss / jnp.log(2.0)
 
 
 # Pointwise baselines ------------------------------------------------------------------------
-def pointwise_mse(scores, labels, *, where=None, segments=None, weights=None) -> jax.Array:
+def pointwise_mse(
+    scores, labels, *, where=None, segments=None, num_segments: Optional[int] = None, weights=None
+) -> jax.Array:
     """Squared error of each score against its label, summed over the list.
 
     .. math:: \\ell = \\sum_i w_i (y_i - s_i)^2
@@ -508,11 +556,13 @@ def pointwise_mse(scores, labels, *, where=None, segments=None, weights=None) ->
       >>> float(pointwise_mse(jnp.array([1.0, 0.0]), jnp.array([0, 2])))
       5.0
     """
-    lists = _lists.prepare(scores, labels, where, segments, weights)
+    lists = _lists.prepare(scores, labels, where, segments, weights, num_segments)
     return _lists.per_list(_pointwise_terms(lists, _squared_error), lists)
 
 
-def pointwise_sigmoid(scores, labels, *, where=None, segments=None, weights=None) -> jax.Array:
+def pointwise_sigmoid(
+    scores, labels, *, where=None, segments=None, num_segments: Optional[int] = None, weights=None
+) -> jax.Array:
     """Sigmoid (binary) cross-entropy of each score against its label clipped to [0, 1].
 
     .. math:: \\ell = -\\sum_i w_i \\big(y_i \\log \\sigma(s_i) + (1 - y_i) \\log(1 - \\sigma(s_i))\\big)
@@ -522,5 +572,5 @@ def pointwise_sigmoid(scores, labels, *, where=None, segments=None, weights=None
       >>> round(float(pointwise_sigmoid(jnp.array([0.0]), jnp.array([1]))), 5)  # log 2
       0.69315
     """
-    lists = _lists.prepare(scores, labels, where, segments, weights)
+    lists = _lists.prepare(scores, labels, where, segments, weights, num_segments)
     return _lists.per_list(_pointwise_terms(lists, _sigmoid_cross_entropy), lists)

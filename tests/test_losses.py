@@ -95,7 +95,7 @@ def test_listmle_on_a_tiny_list():
 
 def test_metric_losses_are_one_minus_the_metric():
     scores, labels = jnp.array([2.0, 1.0, 0.0]), jnp.array([0, 1, 1])
-    cold = jaxrank.approx(1e-3)
+    cold = jaxrank.approx(1e-3, units="score")  # the default units keep T above a tenth of the spread
     # nDCG = (1/log2 3 + 1/log2 4) / (1 + 1/log2 3); RR = 1/2; AP = (1/2 + 2/3) / 2
     ndcg = (1 / math.log2(3) + 0.5) / (1 + 1 / math.log2(3))
     assert float(losses.ndcg_loss(scores, labels, ranker=cold)) == pytest.approx(1 - ndcg, abs=1e-9)
@@ -185,8 +185,9 @@ def test_packed_segments_equal_the_lists_padded_apart(name):
     weights = rng.uniform(0.5, 2.0, seg.shape)
     takes_weights = "listmle" not in name and "lambda_loss" not in name
 
-    def packed(s):
-        kw = dict(weights=jnp.asarray(weights)) if takes_weights else {}
+    def packed(s, **kw):
+        if takes_weights:
+            kw["weights"] = jnp.asarray(weights)
         return loss(s, jnp.asarray(labels), where=jnp.asarray(where), segments=jnp.asarray(seg), **kw)
 
     def apart(s):
@@ -199,13 +200,24 @@ def test_packed_segments_equal_the_lists_padded_apart(name):
 
     s = jnp.asarray(scores)
     got, want = packed(s), apart(s)
-    assert got.shape == seg.shape
-    firsts = [int(np.flatnonzero(seg == g)[0]) for g in (7, 2, 0, 4)]
-    np.testing.assert_allclose(np.asarray(got)[firsts], np.asarray(want), rtol=1e-10, atol=1e-12)
-    assert np.all(np.delete(np.asarray(got), firsts) == 0)
+    assert got.shape == seg.shape  # num_segments defaults to n: one slot per item
+    # slots in ascending id: 0, 2, 4, 7; the other slots empty
+    np.testing.assert_allclose(np.asarray(got)[:4], np.asarray(want)[[2, 1, 3, 0]], rtol=1e-10, atol=1e-12)
+    assert np.all(np.asarray(got)[4:] == 0)
+    np.testing.assert_allclose(packed(s, num_segments=4), got[:4], rtol=1e-12)
     g_got = jax.grad(lambda x: jnp.sum(packed(x)))(s)
     g_want = jax.grad(lambda x: jnp.sum(apart(x)))(s)
     np.testing.assert_allclose(g_got, g_want, rtol=1e-10, atol=1e-12)
+
+
+def test_more_lists_than_num_segments_is_an_error_or_nan_under_jit():
+    s, y, seg = jnp.arange(4.0), jnp.array([1.0, 0, 1, 0]), jnp.array([0, 0, 1, 2])
+    with pytest.raises(ValueError, match="num_segments"):
+        losses.softmax_cross_entropy(s, y, segments=seg, num_segments=2)
+    out = jax.jit(lambda a, g: losses.pairwise_logistic(a, y, segments=g, num_segments=2))(s, seg)
+    assert np.all(np.isnan(np.asarray(out)))
+    with pytest.raises(ValueError, match="segments"):
+        losses.listmle(s, y, segments=jnp.zeros(4))
 
 
 def test_unit_weights_change_nothing_and_pointwise_weights_count_items():
@@ -248,7 +260,7 @@ def test_losses_check_their_inputs():
 
 
 # The README's soft loss (issue 11) --------------------------------------------------------
-README_RANKERS = [jaxrank.softrank(0.5), jaxrank.softrank(0.01), jaxrank.approx(0.1)]
+README_RANKERS = [jaxrank.softrank(0.5), jaxrank.softrank(0.01), jaxrank.approx(0.1), jaxrank.approx()]
 
 
 def _readme_batch(seed=0):

@@ -11,6 +11,8 @@ each function is a few lines over jaxrank's metrics and returns JAX arrays:
 * :mod:`jaxrank.compat.sklearn`: ``roc_auc_score``, ``average_precision_score``,
   ``ndcg_score``, ``dcg_score``.
 * :mod:`jaxrank.compat.clu`: jaxrank's accumulator as a ``clu.metrics.Metric``.
+* :mod:`jaxrank.compat.rax`: rax 0.4's losses, lambdaweights, rank helpers and
+  ``gumbel_t12n`` / ``segment_t12n``, over :mod:`jaxrank.losses`.
 
 Import the module you need (``from jaxrank.compat import torchmetrics as tm``); none of
 them imports the peer's own package, so torch and friends are never needed at run time.

@@ -195,6 +195,15 @@ utils = types.SimpleNamespace(
 
 
 # Losses ---------------------------------------------------------------------------------------
+def _rax_layout(values: Array, lists: _lists.Lists) -> Array:
+    """Per-list values in rax's layout: ``[...]``, or with segments ``[..., n]``, each
+    list's value at its first valid item (jaxrank's ``[..., S]`` slots, gathered)."""
+    if lists.slots is None:
+        return values
+    per_item = jnp.take_along_axis(values, jnp.maximum(lists.slots.slot, 0), axis=-1)
+    return jnp.where(_lists.first_of_segment(lists.same), per_item, 0)
+
+
 def _list_mask(lists: _lists.Lists, where) -> Optional[Array]:
     """What rax reduces a listwise loss over: the lists with a valid item, or the first
     valid item of each segment."""
@@ -221,7 +230,7 @@ def softmax_loss(
     (labels as given, not normalised, unless ``label_fn`` does)."""
     lists = _lists.prepare(scores, labels, where, segments, weights)
     mass = lists.labels if lists.weights is None else lists.labels * lists.weights
-    values = losses._cross_entropy(lists, label_fn(mass, where=where))
+    values = _rax_layout(losses._cross_entropy(lists, label_fn(mass, where=where)), lists)
     return safe_reduce(values, _list_mask(lists, where), reduce_fn)
 
 
@@ -240,7 +249,7 @@ def poly1_softmax_loss(
     lists = _lists.prepare(scores, labels, where, segments, weights)
     mass = lists.labels if lists.weights is None else lists.labels * lists.weights
     ce = losses._cross_entropy(lists, mass)
-    values = losses._poly1(lists, ce, losses._distribution(lists, mass, empty="uniform"), epsilon)
+    values = _rax_layout(losses._poly1(lists, ce, losses._distribution(lists, mass, empty="uniform"), epsilon), lists)
     return safe_reduce(values, _list_mask(lists, where), reduce_fn)
 
 
@@ -256,7 +265,7 @@ def unique_softmax_loss(
 ) -> Array:
     """rax's unique softmax loss (:func:`jaxrank.losses.unique_softmax` with ``gain_fn``)."""
     lists = _lists.prepare(scores, labels, where, segments, weights)
-    values = _lists.per_list(losses._unique_softmax_terms(lists, gain_fn), lists)
+    values = _rax_layout(_lists.per_list(losses._unique_softmax_terms(lists, gain_fn), lists), lists)
     return safe_reduce(values, _list_mask(lists, where), reduce_fn)
 
 
@@ -271,7 +280,7 @@ def listmle_loss(
 ) -> Array:
     """rax's ListMLE loss (:func:`jaxrank.losses.listmle`; ``key`` breaks label ties at random)."""
     lists = _lists.prepare(scores, labels, where, segments)
-    values = _lists.per_list(losses._listmle_terms(lists, key), lists)
+    values = _rax_layout(_lists.per_list(losses._listmle_terms(lists, key), lists), lists)
     return safe_reduce(values, _list_mask(lists, where), reduce_fn)
 
 
