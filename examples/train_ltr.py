@@ -292,7 +292,8 @@ def make_loss(
     ``neuralsort``, ``regularization`` (``"l2"`` or ``"kl"``) to ``softrank``.
     ``score_norm``: the scores are first standardised per list (:func:`standardize_scores`).
     ``units``: the soft ranker's ``units=`` (``"score"``: temperatures in score units, as this
-    protocol was tuned; ``"std"``: the library's default, fractions of each list's spread).
+    protocol was tuned; ``"std"``: fractions of each list's spread; ``"bounded"``: the library's
+    default, score units kept within a band of each list's spread).
     ``gumbel > 0`` (and a ``key``): the loss is the mean over that many Plackett-Luce
     samples, :func:`jaxrank.gumbel` around the soft ranker, fresh noise for each ``key``
     (the stochastic treatment of Bruch et al., 2020).
@@ -781,8 +782,8 @@ def main(argv=None) -> dict:
     )
     p.add_argument(
         "--units",
-        choices=("score", "std"),
-        help="soft rankers' units= (default score: the tuned protocol; std: the library default)",
+        choices=("score", "std", "bounded"),
+        help="soft rankers' units= (default score: the tuned protocol; bounded: the library default)",
     )
     p.add_argument("--warmup", type=float, help="fraction of the steps with a linear learning-rate warm-up")
     p.add_argument("--input-dropout", type=float, help="dropout rate on the MLP's input features")

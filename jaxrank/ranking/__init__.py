@@ -18,7 +18,7 @@ from jaxrank.ranking.permutation import NeuralSortRanker, PermutationRanks, Soft
 from jaxrank.ranking.projection import SoftRanker, SoftRanks, soft_ranks, softrank
 from jaxrank.ranking.ranks import TIE_POLICIES, PositionFn, Ranker, Ranks, Ties
 from jaxrank.ranking.sampling import GumbelRanker, GumbelRanks, gumbel
-from jaxrank.ranking.smooth import score_spread, soft_cutoff
+from jaxrank.ranking.smooth import bounded_temperature, score_spread, soft_cutoff
 
 __all__ = [
     "TIE_POLICIES",
@@ -39,6 +39,7 @@ __all__ = [
     "SoftSortRanker",
     "Ties",
     "approx",
+    "bounded_temperature",
     "gumbel",
     "hard",
     "neuralsort",

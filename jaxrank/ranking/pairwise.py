@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from jaxrank.ranking import smooth
 from jaxrank.ranking._ties import reduce_positions
 from jaxrank.ranking.ranks import PositionFn, Ranks
 from jaxrank.ranking.smooth import _check_units, _inputs, _optional_positive, _positive, soft_cutoff
@@ -238,9 +239,9 @@ class ApproxRanks(PointRanks):
 class ApproxRanker:
     """Pairwise-sigmoid approximate ranks; see :func:`approx`."""
 
-    temperature: float = 1.0
+    temperature: float = 3.0
     cutoff_temperature: Optional[float] = None
-    units: str = "std"
+    units: str = "bounded"
 
     smooth = True
 
@@ -253,13 +254,15 @@ class ApproxRanker:
 
     def __call__(self, scores, where=None, *, depth: Optional[int] = None) -> ApproxRanks:
         del depth  # every rank depends on every score
-        s, valid = _inputs(scores, where, self.units)
+        s, valid = _inputs(scores, where, self.units, self.temperature, smooth.BANDS["approx"])
         ranks = 1 + _pairwise_rows("above", s, valid, valid, self.temperature)
         tau = self.temperature if self.cutoff_temperature is None else self.cutoff_temperature
         return ApproxRanks(ranks=ranks, valid=valid, scores=s, temperature=self.temperature, tau=tau)
 
 
-def approx(temperature: float = 1.0, *, cutoff_temperature: Optional[float] = None, units: str = "std") -> ApproxRanker:
+def approx(
+    temperature: float = 3.0, *, cutoff_temperature: Optional[float] = None, units: str = "bounded"
+) -> ApproxRanker:
     """Approximate ranks from pairwise sigmoids (ApproxNDCG, Qin et al., 2010).
 
     .. math:: r_i = 1 + \\sum_{j \\ne i,\\ j\\ \\text{valid}}
@@ -275,19 +278,22 @@ def approx(temperature: float = 1.0, *, cutoff_temperature: Optional[float] = No
     scores get equal ranks (each counts the other as half above it).
 
     Args:
-      temperature: :math:`T > 0`, in units of the list's score standard deviation
-        (``units="std"``) or of the scores (``units="score"``); ranks become exact as
-        :math:`T \\to 0` on tie-free scores.
+      temperature: :math:`T > 0`, in the units of the scores, kept within
+        :func:`~jaxrank.ranking.bounded_temperature`'s band of each list's spread (``units="bounded"``), or a
+        fraction of the list's spread (``units="std"``), or in score units (``units="score"``);
+        ranks become exact as :math:`T \\to 0` on tie-free scores (``"std"`` or ``"score"``;
+        ``"bounded"`` stops at the band's floor). The default, 3, was measured
+        (docs/soft.md, ``benchmarks/bench_defaults.py``).
       cutoff_temperature: :math:`\\tau` of the soft cutoff (in rank positions, before
         :meth:`~PointRanks.cutoff_width` widens it); default ``temperature``.
-      units: ``"std"`` (scores divided by :func:`score_spread` first) or ``"score"``.
+      units: ``"bounded"``, ``"std"`` or ``"score"``; see :mod:`jaxrank.ranking.smooth`.
 
     Example:
       >>> import jax.numpy as jnp, jaxrank
       >>> scores, labels = jnp.array([2.0, 1.0, 0.0]), jnp.array([0, 0, 1])
       >>> round(float(jaxrank.ndcg(scores, labels, ranker=jaxrank.approx(0.01))), 5)  # 1/log2(4)
       0.5
-      >>> round(float(jaxrank.ndcg(scores, labels, ranker=jaxrank.approx(1.0))), 3)
-      0.531
+      >>> round(float(jaxrank.ndcg(scores, labels, ranker=jaxrank.approx())), 3)
+      0.589
     """
     return ApproxRanker(temperature, cutoff_temperature, units)

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxrank import _checks
+from jaxrank.ranking import smooth
 from jaxrank.ranking._backend import argsort_descending, cumsum, sort_key
 from jaxrank.ranking._ties import reduce_positions
 from jaxrank.ranking.ranks import PositionFn, Ranks
@@ -93,7 +94,7 @@ class _PermutationRanker:
 
     temperature: float = 1.0
     sinkhorn: int = 0
-    units: str = "std"
+    units: str = "bounded"
 
     smooth = True
 
@@ -104,7 +105,7 @@ class _PermutationRanker:
 
     def __call__(self, scores, where=None, *, depth: Optional[int] = None) -> PermutationRanks:
         del depth
-        s, valid = _inputs(scores, where, self.units)
+        s, valid = _inputs(scores, where, self.units, self.temperature, smooth.BANDS[self._kind])
         logits = self._logits(s, valid) / self.temperature
         return PermutationRanks(perm=_permutation_from_logits(logits, valid, self.sinkhorn), valid=valid)
 
@@ -112,6 +113,8 @@ class _PermutationRanker:
 @dataclasses.dataclass(frozen=True)
 class NeuralSortRanker(_PermutationRanker):
     """NeuralSort relaxed permutation; see :func:`neuralsort`."""
+
+    _kind = "neuralsort"
 
     def _logits(self, s: jax.Array, valid: jax.Array) -> jax.Array:
         n = s.shape[-1]
@@ -123,7 +126,7 @@ class NeuralSortRanker(_PermutationRanker):
         return coef[..., :, None] * s[..., None, :] - spread[..., None, :]
 
 
-def neuralsort(temperature: float = 1.0, sinkhorn: int = 0, *, units: str = "std") -> NeuralSortRanker:
+def neuralsort(temperature: float = 1.0, sinkhorn: int = 0, *, units: str = "bounded") -> NeuralSortRanker:
     """NeuralSort relaxed sorting (Grover et al., 2019).
 
     Over the :math:`m` valid items, with :math:`A_j = \\sum_k |s_j - s_k|`,
@@ -134,9 +137,11 @@ def neuralsort(temperature: float = 1.0, sinkhorn: int = 0, *, units: str = "std
     followed by ``sinkhorn`` iterations of column / row normalisation (NeuralNDCG,
     Pobrotyn & Bialobrzeski, 2021). The metric is then evaluated at the integer
     positions through :class:`PermutationRanks`. O(n^2) time and memory per list.
-    ``temperature`` is in units of the list's score standard deviation (default
-    ``units="std"``; the scores are divided by :func:`score_spread` first) or of the
-    scores (``units="score"``).
+    ``temperature`` is in the units of the scores, kept within
+    :func:`~jaxrank.ranking.bounded_temperature`'s band of each list's spread (default
+    ``units="bounded"``), or a fraction of the list's spread (``units="std"``), or in score
+    units (``units="score"``); see :mod:`jaxrank.ranking.smooth`. The default, 1, was
+    measured (docs/soft.md).
 
     Example:
       >>> import jax.numpy as jnp, jaxrank
@@ -151,6 +156,8 @@ def neuralsort(temperature: float = 1.0, sinkhorn: int = 0, *, units: str = "std
 class SoftSortRanker(_PermutationRanker):
     """SoftSort relaxed permutation; see :func:`softsort`."""
 
+    _kind = "softsort"
+
     def _logits(self, s: jax.Array, valid: jax.Array) -> jax.Array:
         n = s.shape[-1]
         m = jnp.sum(valid, axis=-1, keepdims=True)
@@ -162,7 +169,7 @@ class SoftSortRanker(_PermutationRanker):
         return -jnp.where(own, 0, jnp.abs(top[..., :, None] - s[..., None, :]))
 
 
-def softsort(temperature: float = 1.0, sinkhorn: int = 0, *, units: str = "std") -> SoftSortRanker:
+def softsort(temperature: float = 1.0, sinkhorn: int = 0, *, units: str = "bounded") -> SoftSortRanker:
     """SoftSort relaxed sorting (Prillo & Eisenschlos, 2020).
 
     With :math:`\\hat s` the valid scores sorted descending, position
@@ -172,8 +179,7 @@ def softsort(temperature: float = 1.0, sinkhorn: int = 0, *, units: str = "std")
 
     optionally followed by ``sinkhorn`` normalisation iterations; evaluated
     through :class:`PermutationRanks`. O(n log n) sort plus O(n^2) time and
-    memory per list. ``temperature`` is in units of the list's score standard
-    deviation (default ``units="std"``) or of the scores (``units="score"``).
+    memory per list. ``temperature`` as in :func:`neuralsort` (default ``units="bounded"``).
 
     Example:
       >>> import jax.numpy as jnp, jaxrank

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from jaxrank.ranking import smooth
 from jaxrank.ranking._backend import argsort_descending, inverse_permutation, sort_key, vary_like
 from jaxrank.ranking.pairwise import PointRanks
 from jaxrank.ranking.smooth import _check_units, _inputs, _optional_positive, _positive
@@ -230,10 +231,10 @@ class SoftRanks(PointRanks):
 class SoftRanker:
     """Permutahedron-projection soft ranks; see :func:`softrank`."""
 
-    strength: float = 1.0
+    strength: float = 3.0
     regularization: str = "l2"
     cutoff_temperature: Optional[float] = None
-    units: str = "std"
+    units: str = "bounded"
 
     smooth = True
 
@@ -248,18 +249,18 @@ class SoftRanker:
 
     def __call__(self, scores, where=None, *, depth: Optional[int] = None) -> SoftRanks:
         del depth
-        s, valid = _inputs(scores, where, self.units)
+        s, valid = _inputs(scores, where, self.units, self.strength, smooth.BANDS["softrank"])
         ranks = soft_ranks(s, valid, strength=self.strength, regularization=self.regularization)
         tau = self.strength if self.cutoff_temperature is None else self.cutoff_temperature
         return SoftRanks(ranks=ranks, valid=valid, scores=s, ranker=self, tau=tau)
 
 
 def softrank(
-    strength: float = 1.0,
+    strength: float = 3.0,
     regularization: str = "l2",
     *,
     cutoff_temperature: Optional[float] = None,
-    units: str = "std",
+    units: str = "bounded",
 ) -> SoftRanker:
     """Soft ranks by projection onto the permutahedron (Blondel et al., 2020).
 
@@ -278,12 +279,14 @@ def softrank(
     :math:`\\sigma((r_i - r_j)/\\tau)`, in O(n^2) work and O(n) memory per list.
 
     Args:
-      strength: :math:`\\varepsilon > 0`, in units of the list's score standard
-        deviation (``units="std"``) or of the scores (``units="score"``).
+      strength: :math:`\\varepsilon > 0`, in the units of the scores, kept within
+        :func:`~jaxrank.ranking.bounded_temperature`'s band of each list's spread
+        (``units="bounded"``), or a fraction of the list's spread (``units="std"``), or in score
+        units (``units="score"``). The default, 3, was measured (docs/soft.md).
       regularization: ``"l2"`` (Euclidean projection) or ``"kl"`` (entropic).
       cutoff_temperature: :math:`\\tau` of the soft cutoff (in rank positions, before
         :meth:`~PointRanks.cutoff_width` widens it); default ``strength``.
-      units: ``"std"`` (scores divided by :func:`score_spread` first) or ``"score"``.
+      units: ``"bounded"``, ``"std"`` or ``"score"``; see :mod:`jaxrank.ranking.smooth`.
 
     Example:
       >>> import jax.numpy as jnp, jaxrank

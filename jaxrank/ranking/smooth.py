@@ -36,13 +36,20 @@ Scores are processed in at least float32 (bfloat16/float16 are widened), masked
 items are replaced by 0 before any arithmetic (so ``-inf`` padding is safe) and
 get zero gradient.
 
-*Units.* By default (``units="std"``) every ranker first divides each list's scores by
-their standard deviation (:func:`score_spread`), so temperatures and strengths are
-fractions of the list's spread and the result does not change when the scores are scaled
-or shifted: the same setting works for scores of spread 0.01 and of spread 100.
-``units="score"`` keeps them in the units of the scores, as in the papers (and in
-TF-Ranking and fast-soft-sort); then a model can sharpen the relaxation by growing its
-scores, and the user must match the temperature to the scores' scale.
+*Units.* ``units=`` says what the temperature (or strength) is measured in:
+
+* ``"bounded"`` (the default): the units of the scores, kept inside a band of each list's
+  spread, :func:`bounded_temperature`: :math:`T_\\text{list} = \\min(\\max(T, a\\sigma), b\\sigma)`
+  with :math:`(a, b)` the ranker's band in :data:`BANDS` and :math:`\\sigma` the list's standard deviation
+  (:func:`score_spread`, held constant in the gradient). Inside the band this is
+  ``"score"``: a model sharpens the relaxation by spreading its scores, which is what
+  trains well; outside it the temperature follows the spread, so no scale of the scores
+  makes the ranks hard (a vanishing gradient) or all equal.
+* ``"std"``: each list's scores are divided by :func:`score_spread` first (differentiated
+  through); the temperature is a fraction of the list's spread and the result does not change
+  when the scores are scaled or shifted, so a model cannot sharpen the relaxation.
+* ``"score"``: the units of the scores, as in the papers (and in TF-Ranking and
+  fast-soft-sort); the user matches the temperature to the scores' scale.
 """
 
 from __future__ import annotations
@@ -78,14 +85,20 @@ def _compute_dtype(dtype) -> jnp.dtype:
     return jnp.promote_types(dtype, jnp.float32)
 
 
-def _inputs(scores, where, units: str = "score"):
-    """Scores in a compute dtype and in ``units`` (see :func:`score_spread`), with
-    masked entries set to 0, and the mask."""
+def _inputs(scores, where, units: str = "score", temperature: float = 1.0, band: tuple = (0.1, 10.0)):
+    """Scores in a compute dtype, with masked entries set to 0, and the mask; the scores
+    rescaled so that the ranker's own ``temperature`` acts as ``units`` say (see
+    :func:`bounded_temperature` and :func:`score_spread`)."""
     scores = _checks.scores(scores)
     valid = _checks.mask(where, scores.shape, broadcast=True)
     x = scores.astype(_compute_dtype(scores.dtype))
     x = jnp.where(valid, x, jnp.zeros((), x.dtype))
-    return (x if units == "score" else x / score_spread(x, valid)), valid
+    if units == "std":
+        x = x / score_spread(x, valid)
+    elif units == "bounded":
+        # s / T_list = (s * T / T_list) / T: the ranker divides by its own T afterwards
+        x = x * (temperature / bounded_temperature(x, valid, temperature, band))
+    return x, valid
 
 
 _positive = _checks.positive
@@ -95,13 +108,48 @@ def _optional_positive(value, name: str) -> Optional[float]:
     return None if value is None else _positive(value, name)
 
 
-UNITS = ("std", "score")
+UNITS = ("bounded", "std", "score")
+
+#: The bands of ``units="bounded"``, per kind of ranker: the temperature (or strength) is
+#: kept between these multiples of each list's score standard deviation (docs/soft.md: the
+#: measurement that chose them). softrank's l2 projection has exactly zero derivative for
+#: items further apart than its strength, hence its higher floor.
+BANDS = {"approx": (0.1, 10.0), "softrank": (0.3, 10.0), "neuralsort": (0.1, 10.0), "softsort": (0.1, 10.0)}
 
 
 def _check_units(units) -> str:
     if units not in UNITS:
-        raise ValueError(f"units must be 'std' or 'score', got {units!r}")
+        raise ValueError(f"units must be one of {', '.join(map(repr, UNITS))}, got {units!r}")
     return units
+
+
+def bounded_temperature(
+    scores: jax.Array, where: Optional[jax.Array], temperature: float, band: tuple = (0.1, 10.0)
+) -> jax.Array:
+    """The temperature of ``units="bounded"``, per list: ``temperature`` in the units of
+    the scores, kept inside a band of the list's spread.
+
+    .. math:: T_\\text{list} = \\min\\big(\\max(T,\\ a\\,\\sigma),\\ b\\,\\sigma\\big),
+        \\qquad \\sigma = \\text{stop\\_gradient}(\\text{score\\_spread}(s))
+
+    with :math:`(a, b)` = ``band`` (each ranker's is in :data:`BANDS`). Inside the band the ranker is the one of
+    ``units="score"``: a model sharpens the relaxation by spreading its scores apart.
+    Outside it the temperature follows the spread, as ``units="std"`` does: the
+    relaxation never gets sharper than :math:`T = a\\sigma` (scores spread far apart:
+    no vanishing gradient) nor smoother than :math:`T = b\\sigma` (scores crowded
+    together: no collapse of the ranks). :math:`\\sigma` is held constant in the
+    gradient, so the band never pushes the scores. Shape ``[..., 1]``.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> s = jnp.array([[0.0, 1.0, 2.0, 3.0], [0.0, 100.0, 200.0, 300.0], [0.0, 0.01, 0.02, 0.03]])
+      >>> [round(float(t), 4) for t in bounded_temperature(s, None, 1.0)[:, 0]]  # sigma 1.118, 111.8, 0.01118
+      [1.0, 11.1803, 0.1118]
+    """
+    s, valid = _inputs(scores, where)
+    spread = lax.stop_gradient(score_spread(s, valid))
+    t = jnp.asarray(temperature, s.dtype)
+    return jnp.clip(t, band[0] * spread, band[1] * spread)
 
 
 def score_spread(scores: jax.Array, where: Optional[jax.Array] = None) -> jax.Array:

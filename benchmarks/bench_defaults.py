@@ -1,0 +1,164 @@
+#!/usr/bin/env python
+"""Do the smooth rankers' defaults train? The plain recipe, each ranker as a user first calls it.
+
+The recipe (no annealing, no layer norm, no dropout, no tuning): a one-hidden-layer MLP
+(``--hidden`` ReLU units, He initialisation) scores the documents of the LambdaRank data
+(``examples/train_ltr.py``'s ``load_lambdarank``: quantile-transformed, standardised
+features); Adam at a constant ``--lr``; ``--steps`` full-batch steps over the 201 training
+queries; the loss is the mean over queries of ``1 - soft nDCG`` with exp gain over the whole
+list, ``jaxrank.losses.metric_loss(scores, labels, where=where, gain="exp", ranker=R)``;
+the score is the exact test nDCG@10 (``hard("expected")``, linear gain, trec_eval's
+conventions, as in ``examples/train_ltr.py``), mean over ``--seeds`` seeds (one model per
+seed, all trained at once under ``vmap``). LightGBM's LambdaRank with the parameters of
+LightGBM's own example is the baseline (``train_ltr.run_lightgbm``, seeds 0, 1, ...).
+
+Rankers are Python expressions over ``jaxrank`` (``approx(0.1, units="score")``); ``default``
+is ``metric_loss`` with no ranker at all. ``--valid-fraction 0.25`` holds out a quarter of the
+training queries and scores on them instead of on test (how defaults are chosen: the test
+queries choose nothing)::
+
+    python benchmarks/bench_defaults.py                                   # the table of docs/soft.md
+    python benchmarks/bench_defaults.py --valid-fraction 0.25 --rankers 'approx(0.1)' 'approx(0.3)'
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+import train_ltr  # noqa: E402
+
+import jaxrank  # noqa: E402
+from jaxrank import losses  # noqa: E402
+from jaxrank.ranking import smooth  # noqa: E402
+
+DEFAULT_RANKERS = (
+    "default",
+    "approx()",
+    "softrank()",
+    "neuralsort()",
+    "softsort()",
+    'approx(1.0, units="score")',
+    'softrank(1.0, units="score")',
+    'neuralsort(1.0, units="score")',
+    'softsort(1.0, units="score")',
+    'approx(1.0, units="std")',
+)
+
+
+def make_ranker(expression: str):
+    """``"approx(0.1)"`` -> ``jaxrank.approx(0.1)``; ``"default"`` -> None (metric_loss's own)."""
+    if expression == "default":
+        return None
+    names = {n: getattr(jaxrank, n) for n in ("approx", "softrank", "neuralsort", "softsort", "gumbel", "hard")}
+    try:
+        return eval(expression, {"__builtins__": {}}, names)  # a benchmark's own command line
+    except Exception as error:
+        raise SystemExit(f"--rankers: cannot build {expression!r}: {error}") from None
+
+
+def plain_train(ranker, data, seeds, *, hidden: int, lr: float, steps: int, eval_split) -> tuple[np.ndarray, float]:
+    """Test (or validation) nDCG@10 of one plain model per seed, ``[seeds]``, and the mean
+    standard deviation of the trained models' scores over the training lists."""
+    # the MLP sees the valid documents only (45% of the padded [Q, n] slots on this data)
+    slots = np.nonzero(data.train.where)
+    x = jnp.asarray(data.train.x[slots])
+    y = jnp.asarray(data.train.y, jnp.float32)
+    where = jnp.asarray(data.train.where)
+    sizes = (x.shape[-1], hidden, 1)
+    optimizer = optax.adam(lr)
+    kw = {} if ranker is None else {"ranker": ranker}
+
+    def objective(params):
+        scores = jnp.zeros(where.shape, jnp.float32).at[slots].set(train_ltr.mlp(params, x))
+        return jnp.mean(losses.metric_loss(scores, y, where=where, gain="exp", **kw))
+
+    def one(seed):
+        params = train_ltr.init_mlp(jax.random.PRNGKey(seed), sizes)
+
+        def step(carry, _):
+            params, state = carry
+            grads = jax.grad(objective)(params)
+            updates, state = optimizer.update(grads, state, params)
+            return (optax.apply_updates(params, updates), state), None
+
+        (params, _), _ = jax.lax.scan(step, (params, optimizer.init(params)), None, length=steps)
+        return params
+
+    params = jax.jit(jax.vmap(one))(jnp.asarray(seeds))
+    scores = jax.vmap(lambda p: jnp.zeros(where.shape, jnp.float32).at[slots].set(train_ltr.mlp(p, x)))(params)
+    spread = float(jnp.mean(jaxrank.score_spread(scores, where)))
+    return train_ltr.evaluate(params, eval_split)[:, -1], spread
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--rankers", nargs="+", default=list(DEFAULT_RANKERS))
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--valid-fraction", type=float, default=0.0)
+    p.add_argument("--split-seed", type=int, default=0, help="which training queries --valid-fraction holds out")
+    p.add_argument(
+        "--band",
+        type=lambda t: tuple(float(v) for v in t.split(",")),
+        help="LOW,HIGH: units='bounded' keeps every ranker's temperature within LOW..HIGH times each "
+        "list's spread (default: each ranker's own, jaxrank.ranking.smooth.BANDS)",
+    )
+    p.add_argument("--no-lightgbm", action="store_true")
+    p.add_argument("--data", default=str(train_ltr.DEFAULT_DATA))
+    args = p.parse_args(argv)
+
+    if args.band is not None:
+        smooth.BANDS = dict.fromkeys(smooth.BANDS, args.band)  # read when a ranker is traced
+    load_before = os.getloadavg()[0]
+    start = time.perf_counter()
+    seeds = list(range(args.seeds))
+    data = train_ltr.load_lambdarank(args.data, valid_fraction=args.valid_fraction, split_seed=args.split_seed)
+    eval_split = data.valid if args.valid_fraction > 0 else data.test
+    rows = []
+    for expression in args.rankers:
+        ranker = make_ranker(expression)
+        got, spread = plain_train(
+            ranker, data, seeds, hidden=args.hidden, lr=args.lr, steps=args.steps, eval_split=eval_split
+        )
+        shown = f"metric_loss default ({losses.metric_loss.__kwdefaults__['ranker']!r})" if ranker is None else None
+        rows.append((shown or expression, got, spread))
+        print(f"{rows[-1][0]}: {np.mean(got):.4f} {np.round(got, 4).tolist()} score std {spread:.3g}", file=sys.stderr)
+    if not args.no_lightgbm:
+        split = dict(valid_fraction=args.valid_fraction, split_seed=args.split_seed)
+        got = np.asarray([train_ltr.run_lightgbm(args.data, s, **split)[-1] for s in seeds])
+        rows.append(("LightGBM LambdaRank (train_ltr.LIGHTGBM_PARAMS)", got, None))
+    load_after = os.getloadavg()[0]
+
+    where = f"validation (split seed {args.split_seed})" if args.valid_fraction > 0 else "test"
+    print(f"| ranker | {where} nDCG@10, mean of {len(seeds)} seeds | min | max | score std at the end |")
+    print("|---|---|---|---|---|")
+    for name, got, spread in rows:
+        std = "" if spread is None else f"{spread:.3g}"
+        print(f"| `{name}` | {np.mean(got):.4f} | {np.min(got):.4f} | {np.max(got):.4f} | {std} |")
+    print()
+    print(
+        f"{args.steps} full-batch Adam steps, lr {args.lr}, hidden {args.hidden}, seeds {seeds}, "
+        f"units='bounded' bands {smooth.BANDS}; "
+        f"jax {jax.__version__}, {jax.default_backend()}, {os.cpu_count()} CPUs, {platform.machine()}; "
+        f"load average {load_before:.2f} before, {load_after:.2f} after"
+        f"{' (noisy)' if max(load_before, load_after) > 0.5 else ''}; "
+        f"{math.ceil(time.perf_counter() - start)} s"
+    )
+
+
+if __name__ == "__main__":
+    main()
