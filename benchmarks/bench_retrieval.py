@@ -1,22 +1,26 @@
-"""Exact dense retrieval + nDCG@10 / R@100: jaxrank.retrieval beside faiss IndexFlatIP.
+"""Exact dense retrieval: jaxrank.retrieval.search beside faiss IndexFlatIP, k = 10, 100, 1000.
 
-Each implementation runs in its own process (peak memory is per process):
+The driver builds the synthetic collection of examples/dense_retrieval.py once per corpus
+size, writes it to a temporary folder, and runs every search in a process of its own:
 
-* ``jaxrank``: ``retrieval.search`` (blockwise exact top-k) -> ``join`` -> metrics.
-* ``faiss``: ``faiss.IndexFlatIP.search`` (exact), then the same join and metrics.
+* ``faiss``: ``faiss.IndexFlatIP.search`` (exact) in a fresh interpreter that imports only
+  numpy and faiss, with faiss's default threads (no thread-capping variable in its
+  environment): the way its users run it.
+* ``jaxrank``: ``retrieval.search`` (exact) in a fresh interpreter, default XLA settings.
 * ``full``: the old way, the ``[Q, N]`` score and label matrices, then the metrics.
 
-Every process builds the same synthetic collection (examples/dense_retrieval.py),
-keeps one copy of the corpus (faiss's index, or a jax array), times the search and
-the metrics apart from the first call (which compiles), and reports the peak RSS
-from the moment the collection is resident (its building is left out): after the
-search (``search_peak_mb``) and at the end, metrics included (``peak_mb``).
-The driver runs each implementation ``--runs`` times, interleaved, and prints the
-medians, and how many of faiss's ids jaxrank returns at the same positions.
+A worker loads the collection, keeps one copy of the corpus (faiss's index, or a jax
+array), times the first call (jaxrank compiles in it) and ``--repeats`` calls after it
+(median), and reports the peak RSS from the moment the collection is resident (its
+loading left out). The driver then checks jaxrank's ids against faiss's, computes
+nDCG@10 and R@100 of both with jaxrank's metrics, and prints one row per corpus size,
+``k`` and implementation, with the load average before and after each worker and
+"noisy" where the machine was not quiet (benchmarks/_machine.py).
 
-    python benchmarks/bench_retrieval.py                          # 2000 x 300,000 x 128, k=100
-    python benchmarks/bench_retrieval.py --impl full --docs 50000 # the old way, smaller
-    python benchmarks/bench_retrieval.py --join                   # join: comparison vs sort
+    python benchmarks/bench_retrieval.py                    # 2000 queries x {300k, 1M} docs x 128, k = 10, 100, 1000
+    python benchmarks/bench_retrieval.py --docs 300000 --k 100 --runs 3
+    python benchmarks/bench_retrieval.py --impl full --docs 50000 --k 100   # the old way, smaller
+    python benchmarks/bench_retrieval.py --join                              # join: comparison vs sort
 """
 
 from __future__ import annotations
@@ -25,7 +29,6 @@ import argparse
 import importlib.util
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -37,6 +40,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _machine  # noqa: E402
+
+_ARRAYS = ("queries", "corpus", "judged_ids", "judged_labels")
 
 
 def _status_mb(field: str) -> float:
@@ -49,16 +56,9 @@ def _status_mb(field: str) -> float:
 
 def _reset_peak() -> None:
     # The peak then covers the measured phase only (with the data already resident),
-    # not the building of the synthetic collection.
+    # not the loading of the collection.
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")
-
-
-def _collection(args):
-    spec = importlib.util.spec_from_file_location("dense_retrieval", ROOT / "examples" / "dense_retrieval.py")
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
-    return example.synthetic_collection(args.queries, args.docs, args.dim, seed=args.seed)
 
 
 def _timed(fn, repeats: int):
@@ -70,40 +70,30 @@ def _timed(fn, repeats: int):
         start = time.perf_counter()
         out = fn()
         times.append(time.perf_counter() - start)
-    return out, first, statistics.median(times)
+    return out, first, statistics.median(times) if times else first
 
 
 def worker(args) -> dict:
-    data = _collection(args)
-    queries, corpus = data.queries, data.corpus
-    import jax
-    import jax.numpy as jnp
-
-    import jaxrank
-    from jaxrank.retrieval import join, search
-
-    def metrics(scores, ids):
-        labels, _ = join(ids, data.judged_ids, data.judged_labels)
-        trec = dict(where=ids >= 0, judgments=data.judged_labels, judgments_where=data.judged_ids >= 0)
-        out = (jaxrank.ndcg(scores, labels, k=10, **trec), jaxrank.recall(scores, labels, k=100, **trec))
-        return jax.block_until_ready(out)
-
+    """One search (or the old way) on the collection in ``args.data``; nothing imported before it."""
+    data = {name: np.load(os.path.join(args.data, f"{name}.npy")) for name in _ARRAYS}
+    queries, corpus = data.pop("queries"), data.pop("corpus")
     if args.impl == "faiss":
         import faiss
 
-        index = faiss.IndexFlatIP(args.dim)
+        index = faiss.IndexFlatIP(corpus.shape[1])
         index.add(corpus)
-        data = data._replace(queries=None, corpus=None)
         del corpus  # the index holds the corpus
         rss_data = _status_mb("VmRSS")
         _reset_peak()
         (scores, ids), first, search_s = _timed(lambda: index.search(queries, args.k), args.repeats)
-        ids = ids.astype(np.int32)
-        versions = {"faiss": faiss.__version__, "faiss_threads": faiss.omp_get_max_threads()}
+        extra = {"faiss_threads": faiss.omp_get_max_threads()}
     elif args.impl == "jaxrank":
+        import jax
+
+        from jaxrank.retrieval import search
+
         corpus = jax.device_put(corpus)
         queries = jax.device_put(queries)
-        data = data._replace(corpus=None)
         rss_data = _status_mb("VmRSS")
         _reset_peak()
 
@@ -111,10 +101,15 @@ def worker(args) -> dict:
             return jax.block_until_ready(search(queries, corpus, args.k, block_size=args.block_size))
 
         (scores, ids), first, search_s = _timed(run, args.repeats)
-        versions = {}
+        extra = {}
     else:  # the old way: every score, every label
-        corpus = jax.device_put(corpus)
-        queries = jax.device_put(queries)
+        import jax
+        import jax.numpy as jnp
+
+        import jaxrank
+
+        corpus, queries = jax.device_put(corpus), jax.device_put(queries)
+        judged_ids, judged_labels = data["judged_ids"], data["judged_labels"]
         rss_data = _status_mb("VmRSS")
         _reset_peak()
 
@@ -122,98 +117,114 @@ def worker(args) -> dict:
             full = queries @ corpus.T
             dense = jnp.zeros(full.shape, jnp.int32)
             rows = jnp.arange(full.shape[0])[:, None]
-            dense = dense.at[rows, jnp.maximum(data.judged_ids, 0)].max(
-                jnp.where(data.judged_ids >= 0, data.judged_labels, 0)
-            )
-            out = (jaxrank.ndcg(full, dense, k=10), jaxrank.recall(full, dense, k=100))
-            return jax.block_until_ready(out)
+            dense = dense.at[rows, jnp.maximum(judged_ids, 0)].max(jnp.where(judged_ids >= 0, judged_labels, 0))
+            return jax.block_until_ready((jaxrank.ndcg(full, dense, k=10), jaxrank.recall(full, dense, k=100)))
 
         (ndcg, recall), first, total_s = _timed(run, args.repeats)
         return {
-            "impl": "full",
             "first_s": first,
-            "total_s": total_s,
+            "search_s": total_s,
             "nDCG@10": float(np.mean(ndcg)),
             "R@100": float(np.mean(recall)),
             "rss_data_mb": rss_data,
-            "peak_mb": _status_mb("VmHWM"),
+            "search_peak_mb": _status_mb("VmHWM"),
         }
-    search_peak = _status_mb("VmHWM")  # before the metrics compile
-    (ndcg, recall), metrics_first, metrics_s = _timed(lambda: metrics(scores, ids), args.repeats)
-    if args.save_ids:
-        np.save(args.save_ids, np.asarray(ids))
-    return {
-        "impl": args.impl,
-        "first_s": first,
-        "search_s": search_s,
-        "metrics_first_s": metrics_first,
-        "metrics_s": metrics_s,
-        "total_s": search_s + metrics_s,
-        "nDCG@10": float(np.mean(ndcg)),
-        "R@100": float(np.mean(recall)),
-        "rss_data_mb": rss_data,
-        "search_peak_mb": search_peak,
-        "peak_mb": _status_mb("VmHWM"),
-        **versions,
-    }
+    search_peak = _status_mb("VmHWM")
+    np.save(os.path.join(args.data, f"{args.impl}_ids.npy"), np.asarray(ids).astype(np.int32))
+    np.save(os.path.join(args.data, f"{args.impl}_scores.npy"), np.asarray(scores))
+    return {"first_s": first, "search_s": search_s, "rss_data_mb": rss_data, "search_peak_mb": search_peak, **extra}
+
+
+def _metrics(folder: str, impl: str) -> dict:
+    """nDCG@10 and R@100 (trec_eval semantics) of a worker's saved result, by jaxrank."""
+    import jaxrank
+    from jaxrank.retrieval import join
+
+    ids = np.load(os.path.join(folder, f"{impl}_ids.npy"))
+    scores = np.load(os.path.join(folder, f"{impl}_scores.npy"))
+    judged_ids = np.load(os.path.join(folder, "judged_ids.npy"))
+    judged_labels = np.load(os.path.join(folder, "judged_labels.npy"))
+    labels, _ = join(ids, judged_ids, judged_labels)
+    trec = dict(where=ids >= 0, judgments=judged_labels, judgments_where=judged_ids >= 0)
+    out = {"nDCG@10": float(np.mean(jaxrank.ndcg(scores, labels, k=10, **trec)))}
+    if ids.shape[1] >= 100:
+        out["R@100"] = float(np.mean(jaxrank.recall(scores, labels, k=100, **trec)))
+    return out
+
+
+def _write_collection(folder: str, docs: int, args) -> None:
+    spec = importlib.util.spec_from_file_location("dense_retrieval", ROOT / "examples" / "dense_retrieval.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    data = example.synthetic_collection(args.queries, docs, args.dim, seed=args.seed)
+    for name in _ARRAYS:
+        np.save(os.path.join(folder, f"{name}.npy"), getattr(data, name))
+
+
+def _run_worker(impl: str, folder: str, k: int, args) -> dict:
+    cmd = [sys.executable, __file__, "--worker", "--impl", impl, "--data", folder, "--k", str(k)]
+    cmd += ["--repeats", str(args.repeats)]
+    if args.block_size is not None:
+        cmd += ["--block-size", str(args.block_size)]
+    # Default threads for every library, as their users run them.
+    env = {key: v for key, v in os.environ.items() if key not in _machine.THREAD_VARIABLES}
+    with _machine.Watch() as watch:
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
+    if proc.returncode:
+        sys.exit(f"{impl} failed:\n{proc.stderr[-3000:]}")
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result.update(load_before=watch.load_before[0], load_after=watch.load_after[0], noisy=watch.noisy)
+    return result
 
 
 def driver(args) -> None:
-    import jax
-
     impls = ["jaxrank", "faiss"] if args.impl == "both" else [args.impl]
-    results = {impl: [] for impl in impls}
-    with tempfile.TemporaryDirectory() as tmp:
-        for run in range(args.runs):
-            for impl in impls:
-                cmd = [sys.executable, __file__, "--worker", "--impl", impl, "--save-ids", f"{tmp}/{impl}.npy"]
-                for name in ("queries", "docs", "dim", "k", "repeats", "seed", "block_size"):
-                    value = getattr(args, name)
-                    if value is not None:
-                        cmd += [f"--{name.replace('_', '-')}", str(value)]
-                proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-                if proc.returncode:
-                    sys.exit(f"{impl} failed:\n{proc.stderr[-3000:]}")
-                result = json.loads(proc.stdout.strip().splitlines()[-1])
-                results[impl].append(result)
-                print(
-                    f"run {run + 1} {impl}: "
-                    + json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in result.items()}),
-                    flush=True,
-                )
-        if set(impls) == {"jaxrank", "faiss"}:
-            a, b = np.load(f"{tmp}/jaxrank.npy"), np.load(f"{tmp}/faiss.npy")
-            print(
-                f"ids identical to faiss: {np.mean(a == b):.6f} of positions; same sets per query: {np.mean([len(set(x) & set(y)) for x, y in zip(a, b)]) / a.shape[1]:.6f}"
-            )
-    keys = [
-        "first_s",
-        "search_s",
-        "metrics_s",
-        "total_s",
-        "rss_data_mb",
-        "search_peak_mb",
-        "peak_mb",
-        "nDCG@10",
-        "R@100",
-    ]
+    run = _machine.start(peers=("faiss-cpu",), extra={"queries": args.queries, "dim": args.dim})
+    print(run.header(), flush=True)
     print(
-        f"\nmedians over {args.runs} processes each ({args.queries} queries x {args.docs} docs x {args.dim}, k={args.k}):"
+        f"\n{args.queries} queries x d={args.dim}; search s: median of {args.repeats} calls after the first, "
+        f"median over {args.runs} process(es); peak MB: RSS peak during the search, data included; "
+        "load: 1-min load average before / after the worker\n"
     )
-    print("| impl | " + " | ".join(keys) + " |")
-    print("|---" * (len(keys) + 1) + "|")
-    for impl, rows in results.items():
-        cells = [statistics.median(r[k] for r in rows) if k in rows[0] else float("nan") for k in keys]
-        print(f"| {impl} | " + " | ".join(f"{c:.4g}" for c in cells) + " |")
     print(
-        f"\nmachine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-        f"python {platform.python_version()}, jax {jax.__version__}, numpy {np.__version__}"
-        + (
-            f", faiss {results['faiss'][0]['faiss']} ({results['faiss'][0]['faiss_threads']} threads)"
-            if "faiss" in results
-            else ""
-        )
+        "| docs | k | impl | search s | first call s | x faiss | RSS with data MB | peak MB | nDCG@10 | R@100 | load | |"
     )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
+    for docs in args.docs:
+        with tempfile.TemporaryDirectory() as folder:
+            _write_collection(folder, docs, args)
+            for k in args.k:
+                rows = {impl: [] for impl in impls}
+                for _ in range(args.runs):
+                    for impl in impls:
+                        rows[impl].append(_run_worker(impl, folder, k, args))
+                quality = {impl: _metrics(folder, impl) for impl in impls if impl != "full"}
+                med = {impl: statistics.median(r["search_s"] for r in rows[impl]) for impl in impls}
+                for impl in impls:
+                    r = rows[impl]
+                    ratio = f"{med[impl] / med['faiss']:.2f}" if "faiss" in med else "-"
+                    q = quality.get(impl, r[-1])
+                    loads = ", ".join(f"{x['load_before']:.2f}/{x['load_after']:.2f}" for x in r)
+                    print(
+                        f"| {docs} | {k} | {impl} | {med[impl]:.3f} | {statistics.median(x['first_s'] for x in r):.2f} "
+                        f"| {ratio} | {statistics.median(x['rss_data_mb'] for x in r):.0f} "
+                        f"| {statistics.median(x['search_peak_mb'] for x in r):.0f} "
+                        f"| {q.get('nDCG@10', float('nan')):.4f} | {q.get('R@100', float('nan')):.4f} | {loads} "
+                        f"| {'noisy' if any(x['noisy'] for x in r) else ''} |",
+                        flush=True,
+                    )
+                if {"jaxrank", "faiss"} <= set(impls):
+                    a = np.load(os.path.join(folder, "jaxrank_ids.npy"))
+                    b = np.load(os.path.join(folder, "faiss_ids.npy"))
+                    same_sets = np.mean([len(set(x) & set(y)) for x, y in zip(a, b)]) / a.shape[1]
+                    print(
+                        f"|  |  | ids equal to faiss's at {np.mean(a == b):.6f} of positions, "
+                        f"same sets {same_sets:.6f} |  |  |  |  |  |  |  |  |  |",
+                        flush=True,
+                    )
+    if "faiss" in impls:
+        print(f"\nfaiss threads: {rows['faiss'][0]['faiss_threads']} (its default)")
+    print(run.finish())
 
 
 def join_paths(args) -> None:
@@ -243,25 +254,31 @@ def join_paths(args) -> None:
         print(f"| {m} | {args.k * m} | {cells[0]} | {cells[1]} |", flush=True)
 
 
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",")]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--impl", choices=["both", "jaxrank", "faiss", "full"], default="both")
     parser.add_argument("--queries", type=int, default=2000)
-    parser.add_argument("--docs", type=int, default=300_000)
+    parser.add_argument("--docs", type=_ints, default=[300_000, 1_000_000], help="corpus sizes, comma-separated")
     parser.add_argument("--dim", type=int, default=128)
-    parser.add_argument("--k", type=int, default=100)
+    parser.add_argument("--k", type=_ints, default=[10, 100, 1000], help="results per query, comma-separated")
     parser.add_argument("--block-size", type=int, default=None)
-    parser.add_argument("--repeats", type=int, default=3, help="timed calls per process after the first")
-    parser.add_argument("--runs", type=int, default=3, help="processes per implementation")
+    parser.add_argument("--repeats", type=int, default=1, help="timed calls per process after the first")
+    parser.add_argument("--runs", type=int, default=1, help="processes per implementation")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--join", action="store_true", help="time join's two lookup paths instead")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--save-ids", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--data", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.join:
-        join_paths(args)
-    elif args.worker:
+    if args.worker:
+        args.k = args.k[0]
         print(json.dumps(worker(args)))
+    elif args.join:
+        args.k = args.k[0]
+        join_paths(args)
     else:
         driver(args)
 
