@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any, Optional
@@ -32,7 +31,9 @@ import numpy as np
 
 from jaxrank import _checks, stats
 from jaxrank.trec.evaluate import evaluate
-from jaxrank.trec.files import read_qrels
+from jaxrank.trec.files import Qrels, read_qrels
+
+__all__ = ["Comparison", "compare"]
 
 TESTS = ("randomization", "ttest", "wilcoxon", "sign")
 QUERY_SETS = ("qrels", "common")
@@ -311,8 +312,8 @@ def compare(
         raise ValueError(f"baseline {baseline!r} is not one of the runs {list(systems)}")
     if isinstance(measures, str):
         measures = [measures]
-    if isinstance(qrels, (str, os.PathLike)):
-        qrels = read_qrels(qrels)  # read once for every run
+    if not isinstance(qrels, Qrels):
+        qrels = read_qrels(qrels)  # read (or converted) once for every run
 
     per_query = [_per_query(qrels, run, list(measures), queries) for run in runs.values()]
     names = [k for k, v in next(iter(per_query[0].values()), {}).items() if isinstance(v, float)]
