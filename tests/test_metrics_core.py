@@ -239,6 +239,8 @@ def _all_new(s, y, w):
         tau=jaxrank.kendall_tau(s, y, where=w),
         ap_sk=jaxrank.average_precision(s, y, where=w, threshold_ties=True),
         graded_ap=jaxrank.graded_average_precision(s, y, where=w, rel=2),
+        opa=jaxrank.ordered_pair_accuracy(s, y, where=w),
+        opa_expected=jaxrank.ordered_pair_accuracy(s, y, where=w, ranker=jaxrank.hard("expected")),
     )
 
 

@@ -17,6 +17,9 @@ Conventions shared by every metric (see ``docs/conventions.rst``):
   in rax and torchmetrics.
 * A query without relevant documents scores 0 (trec_eval); choose what it means
   for a mean in :func:`jaxrank.aggregate`.
+* ``segments`` (``int[..., n]``) packs several lists in one row (rax's convention):
+  the value is then per list, ``[..., S]`` (:func:`segment_slots` says which slots
+  hold a list; ``docs/segments.rst``).
 * ``ranker`` is :func:`jaxrank.hard` (default: exact ranks, ties ``"stable"``)
   or a smooth ranker; a precomputed :class:`~jaxrank.ranking.Ranks` may be passed
   to share one ranking pass between several metrics.
