@@ -95,11 +95,14 @@ def test_screened_search_with_many_ties_and_half_precision(dtype):
         np.testing.assert_array_equal(scores, want_scores)
 
 
-def test_screened_search_when_every_block_overflows(monkeypatch):
+def test_screened_search_when_every_block_overflows(monkeypatch, request):
     # A capacity of one group: every screened block takes the whole-block merge, after
     # some pool slots were written (they must not be merged twice).
     monkeypatch.setattr(retrieval, "_screen_capacity", lambda k, block, seen: 1)
     monkeypatch.setattr(retrieval, "_GROUP", 8)
+    # The compiled search is cached by its static arguments: trace it afresh, here and after.
+    retrieval._search_jit.clear_cache()
+    request.addfinalizer(retrieval._search_jit.clear_cache)
     rng = np.random.default_rng(7)
     queries = rng.standard_normal((5, 8)).astype(np.float32)
     corpus = rng.standard_normal((3000, 8)).astype(np.float32)
