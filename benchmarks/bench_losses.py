@@ -6,8 +6,9 @@ For each loss, ``jit(value_and_grad(mean loss))`` on float32 ``scores[batch, n]`
 0..4, every item valid): the compile time (first call minus a warm call) and the median
 of ``--repeats`` warm calls, for jaxrank's own loss (:mod:`jaxrank.losses`), its rax
 drop-in (:mod:`jaxrank.compat.rax`) and rax 0.4. Approx nDCG is
-``1 - ndcg(ranker=approx(1.0, units="score"))`` beside ``rax.approx_t12n(rax.ndcg_metric)``
-(the same ranks, temperature 1 in score units). Prints a markdown table, with the load
+``1 - ndcg(ranker=approx(1.0, units="score"), gain="exp")`` beside
+``rax.approx_t12n(rax.ndcg_metric)`` (the same values and gradients:
+tests/test_compat_rax.py). Prints a markdown table, with the load
 average before and after (results are "noisy" when it exceeded 0.5).
 """
 
@@ -57,7 +58,7 @@ def cases():
         ),
         "ListMLE": (losses.listmle, jr.listmle_loss, rax.listmle_loss),
         "approx nDCG": (
-            functools.partial(losses.ndcg_loss, ranker=approx),
+            functools.partial(losses.ndcg_loss, ranker=approx, gain="exp"),
             None,
             rax.approx_t12n(rax.ndcg_metric),
         ),

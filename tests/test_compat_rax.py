@@ -280,3 +280,22 @@ def test_every_rax_loss_lambdaweight_and_helper_has_rax_signature():
     for name in ("ranks", "approx_ranks", "cutoff", "normalize_probabilities", "safe_reduce", "compute_pairs"):
         ours, theirs = inspect.signature(getattr(jr.utils, name)), inspect.signature(getattr(rax.utils, name))
         assert list(ours.parameters) == list(theirs.parameters), name
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.3])
+def test_jaxrank_approx_ndcg_is_rax_approx_t12n_ndcg(temperature):
+    # no topn: rax's approx_t12n(ndcg_metric) is jaxrank.ndcg with approx ranks in score units
+    import jaxrank
+
+    data = _lists(13)
+    s, y, where = jnp.asarray(data["scores"]), jnp.asarray(data["labels"]), jnp.asarray(data["where"])
+    ranker = jaxrank.approx(temperature, units="score")
+
+    def ours(a):
+        return -jnp.mean(jaxrank.ndcg(a, y, where=where, ranker=ranker, gain="exp"))
+
+    def theirs(a):
+        return rax.approx_t12n(rax.ndcg_metric, temperature=temperature)(a, y, where=where)
+
+    np.testing.assert_allclose(float(ours(s)), float(theirs(s)), **TOL)
+    np.testing.assert_allclose(np.asarray(jax.grad(ours)(s)), np.asarray(jax.grad(theirs)(s)), **TOL)
