@@ -148,14 +148,14 @@ def _distribution(lists: _lists.Lists, values: jax.Array, empty: str = "zero") -
     """``values`` divided by their sum over each list (or segment); where that sum is 0,
     0 (``empty="zero"``) or uniform over the valid items (``"uniform"``)."""
     values = jnp.where(lists.valid, values, 0)
-    ones = lists.valid.astype(values.dtype)
     if lists.same is None:
         total = jnp.sum(values, axis=-1, keepdims=True)
-        count = jnp.sum(ones, axis=-1, keepdims=True)
     else:
-        total, count = _lists.segment_sum(values, lists.same), _lists.segment_sum(ones, lists.same)
+        total = _lists.segment_sum(values, lists.same)
     p = values / jnp.where(total != 0, total, 1)
     if empty == "uniform":
+        ones = lists.valid.astype(values.dtype)
+        count = jnp.sum(ones, axis=-1, keepdims=True) if lists.same is None else _lists.segment_sum(ones, lists.same)
         p = jnp.where(total != 0, p, ones / jnp.maximum(count, 1))
     return p
 
