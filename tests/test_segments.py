@@ -190,7 +190,8 @@ where = rng.random((B, N)) < 0.9
 def f(s, y, m, seg):
     hard = jaxrank.dcg(s, y, where=m, segments=seg, num_segments=3, k=(1, 5))
     soft = jaxrank.average_precision(s, y, where=m, segments=seg, num_segments=3, ranker=jaxrank.approx(0.5))
-    return hard, soft
+    opa = jaxrank.ordered_pair_accuracy(s, y, where=m, segments=seg, num_segments=3)
+    return hard, soft, opa
 want = f(scores, labels, where, segments)
 rows = NamedSharding(mesh, P("d"))
 args = [jax.device_put(x, rows) for x in (scores, labels, where, segments)]

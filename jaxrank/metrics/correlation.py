@@ -155,8 +155,9 @@ def ordered_pair_accuracy(
     ``opa_metric``, TF-Ranking's ``OPAMetric``); ``hard("expected")`` counts them one
     half (for binary labels that is :func:`roc_auc`); a smooth ranker gives
     :math:`\\sum_{y_i > y_j} \\pi_{ij}`, with :math:`\\pi_{ij}` its chance that
-    ``i`` is above ``j``. A list without such pairs gives 0. Cost: one ``count_before``
-    per distinct label (``n`` of them at most, as a ``lax.map``).
+    ``i`` is above ``j``. A list without such pairs gives 0. Cost: with exact ranks, one
+    ``count_before`` per distinct label (a ``while_loop``); with a smooth ranker, ``n`` of
+    them (reverse-mode differentiation needs a fixed trip count), O(n^3) for ``approx``.
     ``judgments`` and ``judgments_where`` cannot change the value: they are accepted
     (and checked) so that every metric takes the same keywords.
 
@@ -167,19 +168,34 @@ def ordered_pair_accuracy(
       0.6667
     """
     p = _c.prepare(scores, labels, None, where, ranker, judgments, judgments_where)
-    # Each label's items form one group of the labels' exact ranking: its start is the
-    # number of higher labels, and the group's first position names a distinct grade.
+    # Each label's items form one tie group of the labels' exact ranking: its start is
+    # the number of higher labels, its end the position of the next lower grade.
     by_label = _c.EXPECTED_RANKER(p.labels, p.valid, depth=None)
     grade = by_label.in_rank_order(p.labels)
     n = p.labels.shape[-1]
-    first = (by_label.start == jnp.arange(n)) & by_label.valid_positions()
+    n_valid = by_label.n_valid[..., 0]
     pairs = row_sum(jnp.where(by_label.valid_positions(), by_label.start, 0))
 
-    def correct(c):
-        t = grade[..., c, None]
-        g = (p.labels == t) & p.valid & first[..., c, None]
+    def correct(c):  # the pairs below the grade at position c of each row (0 past the list)
+        t = jnp.take_along_axis(grade, jnp.minimum(c, n - 1)[..., None], axis=-1)
+        g = (p.labels == t) & p.valid & (c < n_valid)[..., None]
         w = (p.labels > t) & p.valid
         return p.ranks.count_before(g.astype(p.labels.dtype), _ones, w.astype(p.labels.dtype))[..., 0]
 
-    total = jnp.sum(jax.lax.map(correct, jnp.arange(n), batch_size=min(n, 16)), axis=0)
+    def next_grade(c):
+        return jnp.take_along_axis(by_label.end, jnp.minimum(c, n - 1)[..., None], axis=-1)[..., 0]
+
+    if p.ranks.smooth:
+        # reverse-mode needs a fixed trip count: every position, those inside a grade add 0
+        first = by_label.start == jnp.arange(n)
+        starts = jnp.where(first, jnp.arange(n), n)
+        total = jnp.sum(jax.lax.map(lambda c: correct(starts[..., c]), jnp.arange(n), batch_size=min(n, 16)), axis=0)
+    else:
+        # exact ranks have no gradient: one pass per distinct grade, as long as a row has one
+        def body(carry):
+            c, total = carry
+            return next_grade(c), total + correct(c)
+
+        start = (n_valid * 0, pairs * 0)  # shaped (and varying under shard_map) like the rows
+        total = jax.lax.while_loop(lambda carry: jnp.any(carry[0] < n_valid), body, start)[1]
     return _c.safe_divide(total[..., None], pairs)[..., 0]
