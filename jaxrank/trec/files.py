@@ -32,6 +32,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -128,6 +129,12 @@ class Qrels(_ByQuery):
     def to_dict(self) -> dict[str, dict[str, int]]:
         """``{qid: {docno: rel}}``, as pytrec_eval takes it."""
         return self._to_dict(self.rels)
+
+    @functools.cached_property
+    def _places(self) -> dict[str, int]:
+        """Each qid's place in ``qids``: built once, so that matching the parts of a run
+        costs each part's queries only."""
+        return {q: i for i, q in enumerate(self.qids.tolist())}
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -567,7 +574,10 @@ def _joined(qrels: Qrels, run: Run, *, complete: bool, max_docs: int | None, jud
         qids, rel_q = qrels.qids, np.arange(qrels.qids.size)
         run_starts, run_lens = _find(run, qids)
     else:
-        qids, rel_q, run_q = np.intersect1d(qrels.qids, run.qids, assume_unique=True, return_indices=True)
+        places = qrels._places
+        at = np.array([places.get(q, -1) for q in run.qids.tolist()], dtype=np.int64)
+        run_q = np.flatnonzero(at >= 0)  # both in strcmp order: so are the queries in both
+        qids, rel_q = run.qids[run_q], at[run_q]
         run_starts, run_lens = run.offsets[run_q], np.diff(run.offsets)[run_q]
     if max_docs is not None:
         run_lens = np.minimum(run_lens, max_docs)
