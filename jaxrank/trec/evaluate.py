@@ -306,7 +306,7 @@ def _group(
                 )
             )
         out = [np.concatenate([p[i] for p in parts])[:n_q] for i in range(len(parts[0]))]
-    positive = np.bincount(np.repeat(np.arange(q.qids.size), np.diff(q.offsets)), weights=q.rels > 0)
+    positive = np.bincount(np.repeat(np.arange(q.qids.size), np.diff(q.offsets)), q.rels > 0, q.qids.size)
     positive = positive[index].astype(np.int64)
     return [str(x) for x in q.qids[index].tolist()], out, bogus, positive
 
