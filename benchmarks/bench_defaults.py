@@ -114,15 +114,15 @@ def main(argv=None) -> None:
     p.add_argument(
         "--band",
         type=lambda t: tuple(float(v) for v in t.split(",")),
-        help="LOW,HIGH: units='bounded' keeps every ranker's temperature within LOW..HIGH times each "
-        "list's spread (default: each ranker's own, jaxrank.ranking.smooth.BANDS)",
+        help="LOW,HIGH: units='bounded' keeps the temperature within LOW..HIGH times each list's spread "
+        "(default jaxrank.ranking.smooth.BAND)",
     )
     p.add_argument("--no-lightgbm", action="store_true")
     p.add_argument("--data", default=str(train_ltr.DEFAULT_DATA))
     args = p.parse_args(argv)
 
     if args.band is not None:
-        smooth.BANDS = dict.fromkeys(smooth.BANDS, args.band)  # read when a ranker is traced
+        smooth.BAND = args.band  # read when a ranker is traced
     load_before = os.getloadavg()[0]
     start = time.perf_counter()
     seeds = list(range(args.seeds))
@@ -152,7 +152,7 @@ def main(argv=None) -> None:
     print()
     print(
         f"{args.steps} full-batch Adam steps, lr {args.lr}, hidden {args.hidden}, seeds {seeds}, "
-        f"units='bounded' bands {smooth.BANDS}; "
+        f"units='bounded' band {smooth.BAND}; "
         f"jax {jax.__version__}, {jax.default_backend()}, {os.cpu_count()} CPUs, {platform.machine()}; "
         f"load average {load_before:.2f} before, {load_after:.2f} after"
         f"{' (noisy)' if max(load_before, load_after) > 0.5 else ''}; "

@@ -412,9 +412,10 @@ def test_bounded_temperature_is_the_temperature_kept_in_a_band_of_the_spread():
     where[:, :2] = True
     where[3] = [True] + [False] * 8  # one valid item: the spread is 1
     spread = np.asarray([np.std(s[w]) if w.sum() >= 2 else 1.0 for s, w in zip(scores, where)])
-    for low, high in set(smooth.BANDS.values()) | {(0.5, 2.0)}:
+    for band in (None, (0.5, 2.0)):  # None: the rankers' band
+        low, high = smooth.BAND if band is None else band
         for t in (1e-4, 0.05, 1.0, 20.0, 1e4):
-            got = ranking.bounded_temperature(jnp.asarray(scores), jnp.asarray(where), t, (low, high))
+            got = ranking.bounded_temperature(jnp.asarray(scores), jnp.asarray(where), t, band)
             assert got.shape == (4, 1)
             want = np.minimum(np.maximum(t, low * spread), high * spread)
             np.testing.assert_allclose(got[:, 0], want, rtol=1e-10)
@@ -431,7 +432,7 @@ def test_bounded_units_are_score_units_inside_the_band_and_follow_the_spread_out
     base = RANKERS[name](t)
     field = "strength" if name.startswith("softrank") else "temperature"
     bounded = dataclasses.replace(base, units="bounded")
-    low, high = smooth.BANDS[name.split("_")[0]]
+    low, high = smooth.BAND
     # spread c: inside the band the temperature is t itself; above it low * c, below it high * c
     for c, effective in ((t / math.sqrt(low * high), t), (10 * t / low, 10 * t), (t / (10 * high), t / 10)):
         # (the cutoff's width is in rank positions: the same t for both)
@@ -451,8 +452,8 @@ def test_with_the_default_units_a_model_sharpens_the_relaxation_by_spreading_its
     z = np.sort(rng.normal(size=(3, 12)), axis=-1)[:, ::-1]
     z = jnp.asarray(z / z.std(-1, keepdims=True))
     labels = jnp.asarray(np.repeat([[4, 3, 3, 2, 2, 1, 1, 1, 0, 0, 0, 0]], 3, 0))
+    low, high = smooth.BAND
     for make in (jaxrank.approx, jaxrank.softrank, jaxrank.neuralsort, jaxrank.softsort):
-        low, high = smooth.BANDS[make.__name__]
         for units, sign in (("std", 0), ("bounded", 1)):
             ranker = make(0.5, units=units)
             scores = z * 0.5 / math.sqrt(low * high)  # temperature 0.5 inside the band

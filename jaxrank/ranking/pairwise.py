@@ -15,7 +15,6 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxrank.ranking import smooth
 from jaxrank.ranking._ties import reduce_positions
 from jaxrank.ranking.ranks import PositionFn, Ranks
 from jaxrank.ranking.smooth import _check_units, _inputs, _optional_positive, _positive, soft_cutoff
@@ -254,7 +253,7 @@ class ApproxRanker:
 
     def __call__(self, scores, where=None, *, depth: Optional[int] = None) -> ApproxRanks:
         del depth  # every rank depends on every score
-        s, valid = _inputs(scores, where, self.units, self.temperature, smooth.BANDS["approx"])
+        s, valid = _inputs(scores, where, self.units, self.temperature)
         ranks = 1 + _pairwise_rows("above", s, valid, valid, self.temperature)
         tau = self.temperature if self.cutoff_temperature is None else self.cutoff_temperature
         return ApproxRanks(ranks=ranks, valid=valid, scores=s, temperature=self.temperature, tau=tau)

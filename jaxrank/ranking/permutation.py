@@ -12,7 +12,6 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxrank import _checks
-from jaxrank.ranking import smooth
 from jaxrank.ranking._backend import argsort_descending, cumsum, sort_key
 from jaxrank.ranking._ties import reduce_positions
 from jaxrank.ranking.ranks import PositionFn, Ranks
@@ -105,7 +104,7 @@ class _PermutationRanker:
 
     def __call__(self, scores, where=None, *, depth: Optional[int] = None) -> PermutationRanks:
         del depth
-        s, valid = _inputs(scores, where, self.units, self.temperature, smooth.BANDS[self._kind])
+        s, valid = _inputs(scores, where, self.units, self.temperature)
         logits = self._logits(s, valid) / self.temperature
         return PermutationRanks(perm=_permutation_from_logits(logits, valid, self.sinkhorn), valid=valid)
 
@@ -113,8 +112,6 @@ class _PermutationRanker:
 @dataclasses.dataclass(frozen=True)
 class NeuralSortRanker(_PermutationRanker):
     """NeuralSort relaxed permutation; see :func:`neuralsort`."""
-
-    _kind = "neuralsort"
 
     def _logits(self, s: jax.Array, valid: jax.Array) -> jax.Array:
         n = s.shape[-1]
@@ -155,8 +152,6 @@ def neuralsort(temperature: float = 1.0, sinkhorn: int = 0, *, units: str = "bou
 @dataclasses.dataclass(frozen=True)
 class SoftSortRanker(_PermutationRanker):
     """SoftSort relaxed permutation; see :func:`softsort`."""
-
-    _kind = "softsort"
 
     def _logits(self, s: jax.Array, valid: jax.Array) -> jax.Array:
         n = s.shape[-1]

@@ -15,7 +15,6 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxrank.ranking import smooth
 from jaxrank.ranking._backend import argsort_descending, inverse_permutation, sort_key, vary_like
 from jaxrank.ranking.pairwise import PointRanks
 from jaxrank.ranking.smooth import _check_units, _inputs, _optional_positive, _positive
@@ -249,7 +248,7 @@ class SoftRanker:
 
     def __call__(self, scores, where=None, *, depth: Optional[int] = None) -> SoftRanks:
         del depth
-        s, valid = _inputs(scores, where, self.units, self.strength, smooth.BANDS["softrank"])
+        s, valid = _inputs(scores, where, self.units, self.strength)
         ranks = soft_ranks(s, valid, strength=self.strength, regularization=self.regularization)
         tau = self.strength if self.cutoff_temperature is None else self.cutoff_temperature
         return SoftRanks(ranks=ranks, valid=valid, scores=s, ranker=self, tau=tau)

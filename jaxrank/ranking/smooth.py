@@ -40,7 +40,7 @@ get zero gradient.
 
 * ``"bounded"`` (the default): the units of the scores, kept inside a band of each list's
   spread, :func:`bounded_temperature`: :math:`T_\\text{list} = \\min(\\max(T, a\\sigma), b\\sigma)`
-  with :math:`(a, b)` the ranker's band in :data:`BANDS` and :math:`\\sigma` the list's standard deviation
+  with :math:`(a, b)` = :data:`BAND` and :math:`\\sigma` the list's standard deviation
   (:func:`score_spread`, held constant in the gradient). Inside the band this is
   ``"score"``: a model sharpens the relaxation by spreading its scores, which is what
   trains well; outside it the temperature follows the spread, so no scale of the scores
@@ -85,7 +85,7 @@ def _compute_dtype(dtype) -> jnp.dtype:
     return jnp.promote_types(dtype, jnp.float32)
 
 
-def _inputs(scores, where, units: str = "score", temperature: float = 1.0, band: tuple = (0.1, 10.0)):
+def _inputs(scores, where, units: str = "score", temperature: float = 1.0):
     """Scores in a compute dtype, with masked entries set to 0, and the mask; the scores
     rescaled so that the ranker's own ``temperature`` acts as ``units`` say (see
     :func:`bounded_temperature` and :func:`score_spread`)."""
@@ -97,7 +97,7 @@ def _inputs(scores, where, units: str = "score", temperature: float = 1.0, band:
         x = x / score_spread(x, valid)
     elif units == "bounded":
         # s / T_list = (s * T / T_list) / T: the ranker divides by its own T afterwards
-        x = x * (temperature / bounded_temperature(x, valid, temperature, band))
+        x = x * (temperature / bounded_temperature(x, valid, temperature))
     return x, valid
 
 
@@ -110,11 +110,10 @@ def _optional_positive(value, name: str) -> Optional[float]:
 
 UNITS = ("bounded", "std", "score")
 
-#: The bands of ``units="bounded"``, per kind of ranker: the temperature (or strength) is
-#: kept between these multiples of each list's score standard deviation (docs/soft.md: the
-#: measurement that chose them). softrank's l2 projection has exactly zero derivative for
-#: items further apart than its strength, hence its higher floor.
-BANDS = {"approx": (0.1, 10.0), "softrank": (0.3, 10.0), "neuralsort": (0.1, 10.0), "softsort": (0.1, 10.0)}
+#: The band of ``units="bounded"``: the temperature (or strength) is kept between these
+#: multiples of each list's score standard deviation (docs/soft.md: the measurement that
+#: chose them).
+BAND = (0.1, 10.0)
 
 
 def _check_units(units) -> str:
@@ -124,7 +123,7 @@ def _check_units(units) -> str:
 
 
 def bounded_temperature(
-    scores: jax.Array, where: Optional[jax.Array], temperature: float, band: tuple = (0.1, 10.0)
+    scores: jax.Array, where: Optional[jax.Array], temperature: float, band: Optional[tuple] = None
 ) -> jax.Array:
     """The temperature of ``units="bounded"``, per list: ``temperature`` in the units of
     the scores, kept inside a band of the list's spread.
@@ -132,7 +131,7 @@ def bounded_temperature(
     .. math:: T_\\text{list} = \\min\\big(\\max(T,\\ a\\,\\sigma),\\ b\\,\\sigma\\big),
         \\qquad \\sigma = \\text{stop\\_gradient}(\\text{score\\_spread}(s))
 
-    with :math:`(a, b)` = ``band`` (each ranker's is in :data:`BANDS`). Inside the band the ranker is the one of
+    with :math:`(a, b)` = ``band`` (default :data:`BAND`, the rankers' band). Inside the band the ranker is the one of
     ``units="score"``: a model sharpens the relaxation by spreading its scores apart.
     Outside it the temperature follows the spread, as ``units="std"`` does: the
     relaxation never gets sharper than :math:`T = a\\sigma` (scores spread far apart:
@@ -149,7 +148,8 @@ def bounded_temperature(
     s, valid = _inputs(scores, where)
     spread = lax.stop_gradient(score_spread(s, valid))
     t = jnp.asarray(temperature, s.dtype)
-    return jnp.clip(t, band[0] * spread, band[1] * spread)
+    low, high = BAND if band is None else band
+    return jnp.clip(t, low * spread, high * spread)
 
 
 def score_spread(scores: jax.Array, where: Optional[jax.Array] = None) -> jax.Array:
