@@ -9,6 +9,7 @@ from jaxrank import losses, metrics, retrieval, stats
 from jaxrank.accumulate import accumulator, compute
 from jaxrank.aggregate import aggregate
 from jaxrank.comparison import compare
+from jaxrank.fusion import fuse
 from jaxrank.grouping import group_by_query
 from jaxrank.metrics import *  # noqa: F403  (the metrics: jaxrank.metrics.__all__)
 from jaxrank.ranking import (
@@ -37,6 +38,7 @@ __all__ = [
     "compare",
     "compute",
     "evaluate",
+    "fuse",
     "group_by_query",
     "gumbel",
     "hard",

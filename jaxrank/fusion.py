@@ -1,0 +1,472 @@
+"""Run fusion: ranx's methods and normalisations over runs, and the same math over arrays.
+
+:func:`fuse` takes runs as :func:`jaxrank.evaluate` does (files, ``{qid: {docno: score}}``
+dicts, records, DataFrames, :class:`~jaxrank.trec.Run`) and returns a fused
+:class:`~jaxrank.trec.Run` with the documents and scores of ``ranx.fuse`` on the same runs.
+:func:`fuse_scores` is the array form: ``scores[R, ..., n]`` of ``R`` runs aligned on the
+same ``n`` candidate documents, ``where[R, ..., n]`` saying which run retrieved which
+candidate; it runs under ``jit`` and ``vmap``, and :func:`fuse` is built on it.
+
+Notation, per query: run :math:`r` retrieved the documents :math:`D_r` (scores
+:math:`s_{rd}`, 1-based ranks :math:`\\rho_{rd}`, :math:`n_r = |D_r|`); the candidates are
+:math:`C = \\bigcup_r D_r`; :math:`m_d = |\\{r : d \\in D_r\\}|`. Ranks are exact
+(:func:`jaxrank.hard`, ties in input order; :func:`fuse` lays candidates out by docno
+descending, so tied scores rank as trec_eval ranks them).
+
+Normalisations (per run and query, over :math:`D_r`; :math:`\\epsilon = 10^{-9}` as in ranx):
+
+* ``"min-max"``: :math:`(s - \\min s) / \\max(\\max s - \\min s, \\epsilon)` (a query whose
+  scores are all equal gets 0 everywhere);
+* ``"max"``: :math:`s / \\max(\\max s, \\epsilon)`;
+* ``"sum"``: :math:`(s - \\min s) / \\max(\\sum s - n_r \\min s, \\epsilon)`;
+* ``"zmuv"``: :math:`(s - \\bar s) / \\max(\\sigma, \\epsilon)`, :math:`\\sigma` the population
+  standard deviation;
+* ``"rank"``: :math:`1 - (\\rho - 1) / n_r`;
+* ``"borda"``: :math:`1 - (\\rho - 1) / |C|`, and every candidate the run missed gets
+  :math:`1/2 - (n_r - 1) / (2 |C|)` and counts as retrieved from then on;
+* ``None``: the scores as they are.
+
+Methods (:math:`\\tilde s` the normalised scores, sums over the runs that retrieved
+:math:`d` unless said otherwise, :math:`w_r` the weights):
+
+========================  ===================================================================
+``sum``                   :math:`\\sum_r \\tilde s_{rd}`
+``mnz`` / ``gmnz``        :math:`m_d \\sum_r \\tilde s_{rd}` / :math:`m_d^{\\gamma} \\sum_r \\tilde s_{rd}`
+``anz`` / ``med``         mean / median of :math:`\\tilde s_{rd}`
+``max`` / ``min``         over all runs, a missed document counting :math:`-10^9` / :math:`10^9`
+``wsum``                  :math:`\\sum_r w_r \\tilde s_{rd}`
+``wmnz``                  :math:`\\big(\\sum_r \\tilde s_{rd}\\big)\\big(\\sum_r w_r\\big)`
+``rrf``                   :math:`\\sum_r 1 / (k + \\rho_{rd})`
+``isr``                   :math:`m_d \\sum_r \\rho_{rd}^{-2}`
+``log_isr`` / ``logn_isr``  :math:`\\log(m_d) \\sum_r \\rho_{rd}^{-2}` / :math:`\\log(m_d + \\sigma) \\sum_r \\rho_{rd}^{-2}`
+``rbc``                   :math:`\\sum_r (1 - \\phi)\\, \\phi^{\\rho_{rd} - 1}`
+``bordafuse``             :math:`\\sum_{r \\text{ all}} b_{rd}`, :math:`b_{rd} = |C| - \\rho_{rd} + 1`
+                          if retrieved, else :math:`(|C| - n_r + 1) / 2`
+``w_bordafuse``           :math:`\\sum_{r \\text{ all}} w_r b_{rd}`
+``condorcet``             :math:`|C| - |\\{e \\in C : e \\text{ beats } d\\}|`; :math:`e` beats
+                          :math:`d` when the runs preferring :math:`e` outweigh those preferring
+                          :math:`d` (a run prefers a retrieved document to a missed one, the
+                          better rank between two retrieved ones, and abstains when it missed
+                          both); ``w_condorcet`` weighs each run's vote by :math:`w_r`
+========================  ===================================================================
+
+Rank-based methods (``rrf``, ``isr``, ``log_isr``, ``logn_isr``, ``rbc``, ``bordafuse``,
+``w_bordafuse``, ``condorcet``, ``w_condorcet``) use the ranks of the raw scores: every
+normalisation but ``"borda"`` keeps each run's order, so they ignore ``norm``; ``"borda"`` is
+refused with them (ranx then ranks the candidates in Python's set order, which changes with
+``PYTHONHASHSEED``). Condorcet scores equal ranx's whenever ranx's pairwise comparison is a
+strict total order; where it is not (a tie or a cycle of majorities), ranx's result depends on
+Python's set order and jaxrank gives tied documents equal scores (docs/fuse.md).
+
+``params`` per method (ranx's names): ``rrf``: ``k`` (60); ``logn_isr``: ``sigma`` (0.01);
+``rbc``: ``phi`` (required); ``gmnz``: ``gamma`` (required); ``wsum``, ``wmnz``,
+``w_bordafuse``, ``w_condorcet``: ``weights``, one per run (ranx requires them; default here
+``1 / R`` each).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxrank._lists import positions
+from jaxrank.trec import files as trec
+from jaxrank.trec._join import _run_order
+
+__all__ = ["METHODS", "NORMS", "RANK_BASED", "fuse", "fuse_scores"]
+
+#: ranx's fusion methods that jaxrank implements (ranx's names).
+METHODS: tuple[str, ...] = (
+    "anz",
+    "bordafuse",
+    "condorcet",
+    "gmnz",
+    "isr",
+    "log_isr",
+    "logn_isr",
+    "max",
+    "med",
+    "min",
+    "mnz",
+    "rbc",
+    "rrf",
+    "sum",
+    "w_bordafuse",
+    "w_condorcet",
+    "wmnz",
+    "wsum",
+)
+#: ranx's normalisations (``None``: none).
+NORMS: tuple[Optional[str], ...] = ("min-max", "max", "sum", "zmuv", "rank", "borda", None)
+#: Methods that use only each run's ranking.
+RANK_BASED = frozenset(
+    {"rrf", "isr", "log_isr", "logn_isr", "rbc", "bordafuse", "w_bordafuse", "condorcet", "w_condorcet"}
+)
+_WEIGHTED = frozenset({"wsum", "wmnz", "w_bordafuse", "w_condorcet"})
+_REQUIRED = object()
+_PARAMS: dict[str, dict[str, Any]] = {m: {} for m in METHODS}
+_PARAMS.update(
+    rrf={"k": 60},
+    logn_isr={"sigma": 0.01},
+    rbc={"phi": _REQUIRED},
+    gmnz={"gamma": _REQUIRED},
+    **{m: {"weights": None} for m in _WEIGHTED},
+)
+_EPS = 1e-9  # ranx's floor on every normalisation's denominator
+_BIG = 1e9  # ranx's score for a missed document in max / min
+
+
+# ----------------------------------------------------------------------------- arguments
+
+
+def _check_names(method: Any, norm: Any) -> tuple[str, Optional[str]]:
+    if not isinstance(method, str) or method not in METHODS:
+        raise ValueError(f"method={method!r} is not a fusion method; expected one of {', '.join(METHODS)}")
+    if norm == "min_max":  # ranx's other spelling
+        norm = "min-max"
+    if norm is not None and (not isinstance(norm, str) or norm not in NORMS):
+        names = ", ".join(repr(n) for n in NORMS)
+        raise ValueError(f"norm={norm!r} is not a normalisation; expected one of {names}")
+    if norm == "borda" and method in RANK_BASED:
+        raise ValueError(
+            f"norm='borda' with the rank-based method={method!r}: ranx then ranks each run's candidates "
+            "in Python's set order (it changes with PYTHONHASHSEED); rank-based methods use only the "
+            "runs' rankings, so pass any other norm (or None)"
+        )
+    return method, norm
+
+
+def _number(params: dict, name: str, low: float, high: float) -> Any:
+    v = params[name]
+    if isinstance(v, jax.core.Tracer):
+        return v
+    if isinstance(v, (np.ndarray, jax.Array)) and v.shape == ():
+        v = v.item()
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or not low <= v <= high:
+        raise ValueError(f"params[{name!r}] must be a number in [{low}, {high}], got {v!r}")
+    return v
+
+
+def _check_params(method: str, params: Optional[Mapping], n_runs: int) -> dict[str, Any]:
+    """The method's parameters with ranx's defaults, checked (values only when concrete)."""
+    if params is None:
+        params = {}
+    if not isinstance(params, Mapping):
+        raise TypeError(f"params must be a dict or None, got {type(params).__name__}")
+    accepted = _PARAMS[method]
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        takes = ", ".join(repr(k) for k in accepted) or "no params"
+        raise ValueError(f"params {unknown} are not parameters of method={method!r} (it takes {takes})")
+    out = {k: params.get(k, default) for k, default in accepted.items()}
+    missing = [k for k, v in out.items() if v is _REQUIRED]
+    if missing:
+        raise ValueError(f"method={method!r} needs params[{missing[0]!r}] (ranx has no default for it)")
+    if "k" in out:
+        out["k"] = _number(out, "k", 0, math.inf)
+    if "sigma" in out:
+        out["sigma"] = _number(out, "sigma", 0, 1)  # ranx asserts this range
+    if "phi" in out:
+        out["phi"] = _number(out, "phi", 0, 1)
+    if "gamma" in out:
+        out["gamma"] = _number(out, "gamma", -math.inf, math.inf)
+    if "weights" in out:
+        w = out["weights"]
+        if w is None:
+            w = np.full(n_runs, 1.0 / n_runs)
+        w = jnp.asarray(w) if isinstance(w, jax.Array) else np.asarray(w, dtype=float)
+        if w.shape != (n_runs,):
+            raise ValueError(f"params['weights'] must hold one weight per run ({n_runs}), got shape {w.shape}")
+        if not isinstance(w, jax.core.Tracer) and not np.all(np.isfinite(np.asarray(w))):
+            raise ValueError("params['weights'] must be finite")
+        out["weights"] = w
+    return out
+
+
+# ----------------------------------------------------------------------------- array form
+
+
+def _masked(x: jax.Array, present: jax.Array, fill) -> jax.Array:
+    return jnp.where(present, x, jnp.asarray(fill, x.dtype))
+
+
+def _normalise(s: jax.Array, p: jax.Array, rank: jax.Array, norm: Optional[str]) -> tuple[jax.Array, jax.Array]:
+    """Normalised scores and the new "retrieved" mask; reductions over the last axis."""
+    count = jnp.sum(p, axis=-1, keepdims=True).astype(s.dtype)
+    some = count > 0
+    if norm is None:
+        return s, p
+    if norm in ("min-max", "sum"):
+        lo = jnp.where(some, jnp.min(_masked(s, p, jnp.inf), axis=-1, keepdims=True), 0)
+        if norm == "min-max":
+            hi = jnp.where(some, jnp.max(_masked(s, p, -jnp.inf), axis=-1, keepdims=True), 0)
+            return (s - lo) / jnp.maximum(hi - lo, _EPS), p
+        total = jnp.sum(_masked(s, p, 0), axis=-1, keepdims=True)
+        return (s - lo) / jnp.maximum(total - lo * count, _EPS), p
+    if norm == "max":
+        hi = jnp.where(some, jnp.max(_masked(s, p, -jnp.inf), axis=-1, keepdims=True), 0)
+        return s / jnp.maximum(hi, _EPS), p
+    if norm == "zmuv":
+        n = jnp.maximum(count, 1)
+        mean = jnp.sum(_masked(s, p, 0), axis=-1, keepdims=True) / n
+        std = jnp.sqrt(jnp.sum(_masked((s - mean) ** 2, p, 0), axis=-1, keepdims=True) / n)
+        return (s - mean) / jnp.maximum(std, _EPS), p
+    if norm == "rank":
+        return 1 - (rank - 1) / jnp.maximum(count, 1), p
+    # borda: over the candidates of all runs; a run's misses fill in at the mean remaining score
+    candidate = jnp.any(p, axis=0)
+    n_c = jnp.maximum(jnp.sum(candidate, axis=-1, keepdims=True), 1).astype(s.dtype)
+    missed = 0.5 - (count - 1) / (2 * n_c)
+    return jnp.where(p, 1 - (rank - 1) / n_c, missed), jnp.broadcast_to(candidate, p.shape)
+
+
+def _median(s: jax.Array, p: jax.Array) -> jax.Array:
+    """Median over axis 0 of the retrieved scores (the two middle ones averaged)."""
+    v, q = jnp.moveaxis(s, 0, -1), jnp.moveaxis(p, 0, -1)
+    pos = positions(-v, q)  # 1-based ascending position among the retrieved
+    m = jnp.sum(q, axis=-1, keepdims=True)
+    lo, hi = (m + 1) // 2, m // 2 + 1
+    at = lambda k: jnp.sum(jnp.where(q & (pos == k), v, 0), axis=-1)  # noqa: E731
+    return (at(lo) + at(hi)) / 2
+
+
+def _condorcet(p: jax.Array, rank: jax.Array, w: jax.Array) -> jax.Array:
+    """``|C|`` minus the number of candidates that beat each one in a weighted pairwise vote."""
+    votes = 0
+    for r in range(p.shape[0]):  # one [..., n, n] slab per run, not [R, ..., n, n]
+        x, y = p[r][..., :, None], p[r][..., None, :]
+        prefers = x & (~y | (rank[r][..., :, None] < rank[r][..., None, :]))  # [.., d, e]: d over e
+        votes = votes + w[r] * prefers.astype(w.dtype)
+    beaten = jnp.sum(jnp.swapaxes(votes, -1, -2) > votes, axis=-1)  # e beats d
+    n_c = jnp.sum(jnp.any(p, axis=0), axis=-1, keepdims=True)
+    return (n_c - beaten).astype(votes.dtype)
+
+
+def _combine(method: str, s: jax.Array, p: jax.Array, rank: jax.Array, params: dict) -> jax.Array:
+    dtype = s.dtype
+    m = jnp.sum(p, axis=0).astype(dtype)
+    total = jnp.sum(_masked(s, p, 0), axis=0)
+    if method in ("sum", "mnz", "anz", "gmnz"):
+        return {
+            "sum": lambda: total,
+            "mnz": lambda: total * m,
+            "anz": lambda: total / jnp.maximum(m, 1),
+            "gmnz": lambda: total * m ** jnp.asarray(params.get("gamma", 1), dtype),
+        }[method]()
+    if method == "max":
+        return jnp.max(_masked(s, p, -_BIG), axis=0)
+    if method == "min":
+        return jnp.min(_masked(s, p, _BIG), axis=0)
+    if method == "med":
+        return _median(s, p)
+    if method in ("wsum", "wmnz", "w_bordafuse", "w_condorcet"):
+        w = jnp.asarray(params["weights"], dtype).reshape((-1,) + (1,) * (s.ndim - 1))
+    else:
+        w = jnp.ones((s.shape[0],) + (1,) * (s.ndim - 1), dtype)
+    if method == "wsum":
+        return jnp.sum(w * _masked(s, p, 0), axis=0)
+    if method == "wmnz":
+        return total * jnp.sum(_masked(jnp.broadcast_to(w, s.shape), p, 0), axis=0)
+    rank = rank.astype(dtype)
+    if method == "rrf":
+        return jnp.sum(_masked(1 / (jnp.asarray(params["k"], dtype) + rank), p, 0), axis=0)
+    if method == "rbc":
+        phi = jnp.asarray(params["phi"], dtype)
+        return jnp.sum(_masked((1 - phi) * phi ** (rank - 1), p, 0), axis=0)
+    if method in ("isr", "log_isr", "logn_isr"):
+        inv_sq = jnp.sum(_masked(1 / rank**2, p, 0), axis=0)
+        factor = {
+            "isr": lambda: m,
+            "log_isr": lambda: jnp.log(jnp.maximum(m, 1)),
+            "logn_isr": lambda: jnp.log(m + jnp.asarray(params["sigma"], dtype)),
+        }[method]()
+        return inv_sq * factor
+    if method in ("bordafuse", "w_bordafuse"):
+        n_c = jnp.sum(jnp.any(p, axis=0), axis=-1, keepdims=True).astype(dtype)
+        n_r = jnp.sum(p, axis=-1, keepdims=True).astype(dtype)
+        points = jnp.where(p, n_c - rank + 1, (n_c - n_r + 1) / 2)
+        return jnp.sum(w * points, axis=0)
+    return _condorcet(p, rank, w.reshape(-1))
+
+
+def fuse_scores(
+    scores: jax.Array,
+    where: Optional[jax.Array] = None,
+    method: str = "wsum",
+    norm: Optional[str] = "min-max",
+    params: Optional[Mapping] = None,
+) -> jax.Array:
+    """Fused scores of ``R`` runs aligned on the same candidate documents.
+
+    Args:
+        scores: ``[R, ..., n]``, run ``r``'s score of each candidate (any value where the run
+            did not retrieve it).
+        where: ``[R, ..., n]`` bool, run ``r`` retrieved the candidate; None: every run
+            retrieved every item. A column no run retrieved is padding.
+        method, norm, params: as :func:`fuse` (module docstring); ``method`` and ``norm`` are
+            static under ``jit``, ``params`` values may be traced.
+
+    Returns:
+        ``[..., n]``: the fused score of each candidate, 0 on padding. Rank-based methods
+        rank each run's scores with :func:`jaxrank.hard` (ties: the earlier column first).
+        Every method has this form; ``condorcet`` and ``w_condorcet`` cost ``O(R n^2)``.
+
+    >>> s = jnp.array([[[3.0, 2.0, 1.0]], [[1.0, 0.0, 2.0]]])  # 2 runs, 1 query, 3 docs
+    >>> fuse_scores(s, method="sum", norm="min-max").tolist()
+    [[1.5, 0.5, 1.0]]
+    >>> np.round(np.asarray(fuse_scores(s, s > 0.5, method="rrf", params={"k": 0}), float), 4).tolist()
+    [[1.5, 0.5, 1.3333]]
+    """
+    method, norm = _check_names(method, norm)
+    scores = jnp.asarray(scores)
+    if scores.ndim < 2:
+        raise ValueError(f"scores must be [R, ..., n] (runs first), got shape {scores.shape}")
+    if not jnp.issubdtype(scores.dtype, jnp.floating):
+        scores = scores.astype(jnp.result_type(float))
+    if where is None:
+        p = jnp.ones(scores.shape, bool)
+    else:
+        p = jnp.asarray(where)
+        if p.shape != scores.shape or p.dtype != jnp.bool_:
+            raise ValueError(
+                f"where must be a bool array of the shape of scores {scores.shape}, got {p.dtype}{p.shape}"
+            )
+    params = _check_params(method, params, scores.shape[0])
+    rank = positions(scores, p)
+    s, present = _normalise(scores, p, rank, norm)
+    fused = _combine(method, s, present, rank, params)
+    return jnp.where(jnp.any(p, axis=0), fused, jnp.zeros((), fused.dtype))
+
+
+# ----------------------------------------------------------------------------- runs
+
+
+def _as_runs(runs: Any) -> list[trec.Run]:
+    if isinstance(runs, Mapping):
+        raise TypeError("runs must be a list of runs, got a dict (for named runs pass list(runs.values()))")
+    if isinstance(runs, (str, bytes)) or not isinstance(runs, Sequence):
+        raise TypeError(f"runs must be a list of runs (paths, dicts, Run objects), got {type(runs).__name__}")
+    if len(runs) == 0:
+        raise ValueError("runs is empty: fusion needs at least one run")
+    out = []
+    for i, run in enumerate(runs):
+        if isinstance(run, trec.Run):
+            out.append(run)
+            continue
+        try:
+            out.append(trec.read_run(run))
+        except TypeError as e:
+            raise TypeError(f"runs[{i}]: {e}") from None
+        except ValueError as e:  # TrecFormatError names the file and line; say which run too
+            raise ValueError(f"runs[{i}]: {e}") from None
+    return out
+
+
+def _align(runs: list[trec.Run]):
+    """Candidates per query (union of the runs' documents) and each run's entries on them.
+
+    Returns ``qids`` (sorted as trec_eval sorts them), ``starts[Q + 1]`` of each query's
+    candidates, the candidates' ``docnos`` (within a query: docno descending), and per
+    entry of all runs: its run, its candidate index and its score.
+    """
+    key = lambda q: q.encode("utf-8", "surrogateescape")  # noqa: E731 - strcmp order, as trec files
+    qids = sorted(set().union(*(r.qids.tolist() for r in runs)), key=key)
+    index = {q: i for i, q in enumerate(qids)}
+    width = max(r.docnos.dtype.itemsize for r in runs)
+    entry_q, entry_d, entry_r, entry_s = [], [], [], []
+    for i, r in enumerate(runs):
+        at = np.array([index[q] for q in r.qids.tolist()], dtype=np.int64)
+        entry_q.append(np.repeat(at, np.diff(r.offsets)))
+        entry_d.append(r.docnos.astype(f"S{width}"))
+        entry_r.append(np.full(r.docnos.size, i, dtype=np.int64))
+        entry_s.append(r.scores)
+    pairs = np.empty(sum(d.size for d in entry_d), dtype=[("q", np.int64), ("d", f"S{width}")])
+    pairs["q"], pairs["d"] = np.concatenate(entry_q), np.concatenate(entry_d)
+    unique, inverse = np.unique(pairs, return_inverse=True)  # by query, docno ascending
+    starts = np.concatenate(([0], np.cumsum(np.bincount(unique["q"], minlength=len(qids)))))
+    # Within each query, reverse to docno descending: stable ties then rank as trec_eval does.
+    q = unique["q"]
+    flip = starts[q] + starts[q + 1] - 1 - np.arange(q.size)  # an involution
+    docnos = unique["d"][flip]
+    candidate = flip[inverse.reshape(-1)]
+    return qids, starts, docnos, np.concatenate(entry_r), candidate, np.concatenate(entry_s)
+
+
+def _chunks(counts: np.ndarray, method: str, n_runs: int):
+    """Groups of queries with a common padded width (a power of two) and a row count that
+    keeps each call's arrays near 2^24 elements."""
+    width = np.maximum(8, 2 ** np.ceil(np.log2(np.maximum(counts, 1)))).astype(np.int64)
+    for w in np.unique(width):
+        qs = np.flatnonzero(width == w)
+        per_row = n_runs * int(w) * (int(w) if method in ("condorcet", "w_condorcet") else 1)
+        rows = int(min(max(1, 2**24 // per_row), 2 ** math.ceil(math.log2(qs.size))))
+        for i in range(0, qs.size, rows):
+            yield int(w), rows, qs[i : i + rows]
+
+
+def fuse(
+    runs: Sequence[Any],
+    *,
+    method: str = "wsum",
+    norm: Optional[str] = "min-max",
+    params: Optional[Mapping] = None,
+) -> trec.Run:
+    """Fuse runs as ``ranx.fuse(runs, norm=norm, method=method, params=params)`` does.
+
+    Args:
+        runs: a list of runs, each as :func:`jaxrank.evaluate` takes it (a run file path, a
+            ``{qid: {docno: score}}`` dict, records, a DataFrame, a :class:`jaxrank.trec.Run`).
+            A query missing from a run is one the run retrieved nothing for (ranx requires
+            every run to have the same queries).
+        method: one of :data:`METHODS` (ranx's names; formulas in the module docstring).
+        norm: one of :data:`NORMS`, applied to each run per query before fusing.
+        params: the method's parameters, ranx's names (``k``, ``sigma``, ``phi``, ``gamma``,
+            ``weights``).
+
+    Returns:
+        A :class:`jaxrank.trec.Run` holding every candidate of every query (the union of the
+        runs' documents; nothing is cut), ranked by fused score, ties by docno descending;
+        ``to_dict()`` gives ``{qid: {docno: score}}``, and :func:`jaxrank.evaluate` takes it.
+
+    Raises:
+        ValueError: an unknown ``method`` or ``norm``, ``norm="borda"`` with a rank-based
+            method, a missing, unknown or out-of-range parameter, no runs or no documents.
+        TypeError: ``runs`` is not a list of runs.
+
+    >>> a = {"q1": {"d1": 3.0, "d2": 1.0}}
+    >>> b = {"q1": {"d2": 2.0, "d3": 1.0}}
+    >>> fuse([a, b], method="rrf", params={"k": 1}).to_dict()
+    {'q1': {'d2': 0.8333333333333333, 'd1': 0.5, 'd3': 0.3333333333333333}}
+    """
+    method, norm = _check_names(method, norm)
+    runs = _as_runs(runs)
+    params = _check_params(method, params, len(runs))
+    qids, starts, docnos, entry_r, candidate, entry_s = _align(runs)
+    counts = np.diff(starts)
+    q_of = np.repeat(np.arange(len(qids)), counts)  # query of each candidate
+    col = np.arange(docnos.size) - starts[q_of]  # its column in its query's row
+    fused = np.zeros(docnos.size)
+    with jax.enable_x64(True):
+        args = {k: jnp.asarray(v, jnp.float64) for k, v in params.items()}
+        for width, rows, qs in _chunks(counts, method, len(runs)):
+            row_of = np.full(len(qids), -1)
+            row_of[qs] = np.arange(qs.size)
+            scores = np.zeros((len(runs), rows, width))
+            where = np.zeros((len(runs), rows, width), dtype=bool)
+            mine = row_of[q_of[candidate]] >= 0
+            c = candidate[mine]
+            scores[entry_r[mine], row_of[q_of[c]], col[c]] = entry_s[mine]
+            where[entry_r[mine], row_of[q_of[c]], col[c]] = True
+            out = np.asarray(fuse_scores(jnp.asarray(scores), jnp.asarray(where), method, norm, args))
+            cands = np.flatnonzero(row_of[q_of] >= 0)
+            fused[cands] = out[row_of[q_of[cands]], col[cands]]
+    order = _run_order(q_of, len(qids), fused, docnos)
+    if order is not None:
+        docnos, fused = docnos[order], fused[order]
+    return trec.Run(np.array(qids, dtype=str), starts.astype(np.int64), docnos, fused, method)
