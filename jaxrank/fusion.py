@@ -29,26 +29,21 @@ Normalisations (per run and query, over :math:`D_r`; :math:`\\epsilon = 10^{-9}`
 Methods (:math:`\\tilde s` the normalised scores, sums over the runs that retrieved
 :math:`d` unless said otherwise, :math:`w_r` the weights):
 
-========================  ===================================================================
-``sum``                   :math:`\\sum_r \\tilde s_{rd}`
-``mnz`` / ``gmnz``        :math:`m_d \\sum_r \\tilde s_{rd}` / :math:`m_d^{\\gamma} \\sum_r \\tilde s_{rd}`
-``anz`` / ``med``         mean / median of :math:`\\tilde s_{rd}`
-``max`` / ``min``         over all runs, a missed document counting :math:`-10^9` / :math:`10^9`
-``wsum``                  :math:`\\sum_r w_r \\tilde s_{rd}`
-``wmnz``                  :math:`\\big(\\sum_r \\tilde s_{rd}\\big)\\big(\\sum_r w_r\\big)`
-``rrf``                   :math:`\\sum_r 1 / (k + \\rho_{rd})`
-``isr``                   :math:`m_d \\sum_r \\rho_{rd}^{-2}`
-``log_isr`` / ``logn_isr``  :math:`\\log(m_d) \\sum_r \\rho_{rd}^{-2}` / :math:`\\log(m_d + \\sigma) \\sum_r \\rho_{rd}^{-2}`
-``rbc``                   :math:`\\sum_r (1 - \\phi)\\, \\phi^{\\rho_{rd} - 1}`
-``bordafuse``             :math:`\\sum_{r \\text{ all}} b_{rd}`, :math:`b_{rd} = |C| - \\rho_{rd} + 1`
-                          if retrieved, else :math:`(|C| - n_r + 1) / 2`
-``w_bordafuse``           :math:`\\sum_{r \\text{ all}} w_r b_{rd}`
-``condorcet``             :math:`|C| - |\\{e \\in C : e \\text{ beats } d\\}|`; :math:`e` beats
-                          :math:`d` when the runs preferring :math:`e` outweigh those preferring
-                          :math:`d` (a run prefers a retrieved document to a missed one, the
-                          better rank between two retrieved ones, and abstains when it missed
-                          both); ``w_condorcet`` weighs each run's vote by :math:`w_r`
-========================  ===================================================================
+* ``sum``: :math:`\\sum_r \\tilde s_{rd}`; ``mnz``: :math:`m_d \\sum_r \\tilde s_{rd}`;
+  ``gmnz``: :math:`m_d^{\\gamma} \\sum_r \\tilde s_{rd}`;
+* ``anz`` / ``med``: mean / median of the :math:`\\tilde s_{rd}`;
+* ``max`` / ``min``: over all runs, a missed document counting :math:`-10^9` / :math:`10^9`;
+* ``wsum``: :math:`\\sum_r w_r \\tilde s_{rd}`; ``wmnz``:
+  :math:`\\big(\\sum_r \\tilde s_{rd}\\big)\\big(\\sum_r w_r\\big)`;
+* ``rrf``: :math:`\\sum_r 1 / (k + \\rho_{rd})`; ``rbc``: :math:`\\sum_r (1 - \\phi)\\, \\phi^{\\rho_{rd} - 1}`;
+* ``isr``: :math:`m_d \\sum_r \\rho_{rd}^{-2}`; ``log_isr``: :math:`\\log(m_d) \\sum_r \\rho_{rd}^{-2}`;
+  ``logn_isr``: :math:`\\log(m_d + \\sigma) \\sum_r \\rho_{rd}^{-2}`;
+* ``bordafuse``: :math:`\\sum_r b_{rd}` over all runs, :math:`b_{rd} = |C| - \\rho_{rd} + 1` if
+  retrieved, else :math:`(|C| - n_r + 1) / 2`; ``w_bordafuse``: :math:`\\sum_r w_r b_{rd}`;
+* ``condorcet``: :math:`|C| - |\\{e \\in C : e \\text{ beats } d\\}|`; :math:`e` beats :math:`d`
+  when the runs preferring :math:`e` outweigh those preferring :math:`d` (a run prefers a
+  retrieved document to a missed one, the better rank between two retrieved ones, and abstains
+  when it missed both); ``w_condorcet`` weighs each run's vote by :math:`w_r`.
 
 Rank-based methods (``rrf``, ``isr``, ``log_isr``, ``logn_isr``, ``rbc``, ``bordafuse``,
 ``w_bordafuse``, ``condorcet``, ``w_condorcet``) use the ranks of the raw scores: every
