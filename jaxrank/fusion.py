@@ -72,7 +72,7 @@ import numpy as np
 
 from jaxrank._lists import positions
 from jaxrank.trec import files as trec
-from jaxrank.trec._join import _run_order
+from jaxrank.trec._join import _ranges, _run_order
 
 __all__ = ["METHODS", "NORMS", "RANK_BASED", "fuse", "fuse_scores"]
 
@@ -447,20 +447,22 @@ def fuse(
     q_of = np.repeat(np.arange(len(qids)), counts)  # query of each candidate
     col = np.arange(docnos.size) - starts[q_of]  # its column in its query's row
     fused = np.zeros(docnos.size)
+    # Entries grouped by query, so that each chunk takes its own without a pass over all.
+    entry_q = q_of[candidate]
+    by_query = np.argsort(entry_q, kind="stable")
+    entry_starts = np.concatenate(([0], np.cumsum(np.bincount(entry_q, minlength=len(qids)))))
     with jax.enable_x64(True):
         args = {k: jnp.asarray(v, jnp.float64) for k, v in params.items()}
         for width, rows, qs in _chunks(counts, method, len(runs)):
-            row_of = np.full(len(qids), -1)
-            row_of[qs] = np.arange(qs.size)
+            e = by_query[_ranges(entry_starts[qs], np.diff(entry_starts)[qs])]
+            c = _ranges(starts[qs], counts[qs])  # the chunk's candidates
+            row = np.repeat(np.arange(qs.size), counts[qs])
             scores = np.zeros((len(runs), rows, width))
             where = np.zeros((len(runs), rows, width), dtype=bool)
-            mine = row_of[q_of[candidate]] >= 0
-            c = candidate[mine]
-            scores[entry_r[mine], row_of[q_of[c]], col[c]] = entry_s[mine]
-            where[entry_r[mine], row_of[q_of[c]], col[c]] = True
+            at = (entry_r[e], np.searchsorted(qs, entry_q[e]), col[candidate[e]])
+            scores[at], where[at] = entry_s[e], True
             out = np.asarray(fuse_scores(jnp.asarray(scores), jnp.asarray(where), method, norm, args))
-            cands = np.flatnonzero(row_of[q_of] >= 0)
-            fused[cands] = out[row_of[q_of[cands]], col[cands]]
+            fused[c] = out[row, col[c]]
     order = _run_order(q_of, len(qids), fused, docnos)
     if order is not None:
         docnos, fused = docnos[order], fused[order]
