@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxrank.ranking._backend import row_sum
+from jaxrank.ranking._backend import row_sum, vary_like
 
 #: Counting is used up to this many positive grades (one pass over the labels each).
 MAX_GRADES = 32
@@ -55,8 +55,9 @@ def _by_counts(labels, valid, top, cuts, gain, discount):
         total = total + gain(t) * (table[count] - table[above])
         return t - 1, count, total
 
-    start = (top, jnp.zeros(labels.shape[:-1], jnp.int32), jnp.zeros(labels.shape[:-1] + (len(cuts),), labels.dtype))
-    return lax.while_loop(more, grade, start)[2]
+    above = vary_like(jnp.zeros(labels.shape[:-1], jnp.int32), labels)  # typed as the body's carry in shard_map
+    total = vary_like(jnp.zeros(labels.shape[:-1] + (len(cuts),), labels.dtype), labels)
+    return lax.while_loop(more, grade, (top, above, total))[2]
 
 
 def ideal_dcg(
