@@ -9,10 +9,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import rax
 
 from jaxrank.compat import rax as jr
-
-rax = pytest.importorskip("rax")
 
 TOL = dict(rtol=2e-5, atol=2e-5)
 
