@@ -167,7 +167,14 @@ def _label_mass(lists: _lists.Lists) -> jax.Array:
 
 
 def _cross_entropy(lists: _lists.Lists, p: jax.Array) -> jax.Array:
-    return _lists.per_list(-p * _log_softmax(lists), lists)
+    """:math:`-\\sum_i p_i \\log \\mathrm{softmax}(s)_i` per list (segment). Without segments
+    as :math:`\\mathrm{lse}(s) \\sum_i p_i - \\sum_i p_i s_i`: two reductions, no per-item
+    log-softmax in the value or the gradient (docs/compat/rax.md: the speed)."""
+    if lists.same is not None:
+        return _lists.per_list(-p * _log_softmax(lists), lists)
+    p = jnp.where(lists.valid, p, 0)
+    lse = _masked_logsumexp(lists.scores, lists.valid, axis=-1)[..., 0]
+    return lse * jnp.sum(p, axis=-1) - jnp.sum(p * lists.scores, axis=-1)
 
 
 def _poly1(lists: _lists.Lists, ce: jax.Array, p: jax.Array, epsilon: float) -> jax.Array:
