@@ -28,15 +28,20 @@ def _mean_diff(a, b, axis):
 
 # n spans scipy's wilcoxon regimes: exact (<= 50, no ties/zeros), permutation (<= 13 with
 # ties/zeros), normal approximation (ties beyond 13, anything beyond 50).
+# One program per call (op-by-op dispatch compiles every op: slower in a test).
+_wilcoxon = jax.jit(stats.wilcoxon, static_argnames="alternative")
+_ttest = jax.jit(stats.paired_ttest, static_argnames="alternative")
+
+
 @pytest.mark.parametrize("n", [5, 14, 60])
 @pytest.mark.parametrize("kind", ["continuous", "ties", "zeros"])
 def test_wilcoxon_and_ttest_match_scipy(n, kind):
     x, y = _pair(n, kind, seed=n)
     for alternative in ALTERNATIVES:
-        w, p = stats.wilcoxon(x, y, alternative=alternative)
+        w, p = _wilcoxon(x, y, alternative=alternative)
         ref = st.wilcoxon(x, y, alternative=alternative)
         np.testing.assert_allclose([w, p], [ref.statistic, ref.pvalue], rtol=1e-9, err_msg=alternative)
-        t, p = stats.paired_ttest(x, y, alternative=alternative)
+        t, p = _ttest(x, y, alternative=alternative)
         ref = st.ttest_rel(x, y, alternative=alternative)
         np.testing.assert_allclose([t, p], [ref.statistic, ref.pvalue], rtol=1e-9, err_msg=alternative)
 
@@ -94,11 +99,12 @@ def test_bootstrap_ci_within_monte_carlo_error(method):
 def test_multipletests_match_statsmodels(method):
     p = np.random.default_rng(0).random((3, 11)) ** 3
     p[0, 2] = p[0, 5]  # tied p-values
-    got = stats.multipletests(p, method)
+    adjust = jax.jit(stats.multipletests, static_argnums=1)
+    got = adjust(p, method)
     want = np.stack([sm_multipletests(row, method=method)[1] for row in p])
     np.testing.assert_allclose(got, want, rtol=1e-12)
     where = np.arange(11) < 7  # a family of the first 7 tests
-    got = stats.multipletests(p, method, where=where)
+    got = adjust(p, method, where=where)
     want = np.stack([sm_multipletests(row[:7], method=method)[1] for row in p])
     np.testing.assert_allclose(got[:, :7], want, rtol=1e-12)
     assert np.isnan(got[:, 7:]).all()
