@@ -45,8 +45,16 @@ _BLOCK_ELEMENTS = 1 << 22
 _QUERY_TILE = 512
 _MIN_BLOCK, _MAX_BLOCK = 1024, 65536
 _ID_DTYPE = jnp.int32
-# Columns per group whose maximum screens a block against the running k-th best.
+# Columns per group whose maximum screens a block against the running k-th best: wide
+# groups for a short top-k (fewer maxima to select from), narrow ones for a long top-k
+# (a smaller pool of candidates; docs/scale.md has the measurement).
 _GROUP = 32
+_GROUP_LONG_K = 8
+_LONG_K = 16
+
+
+def _group_size(k: int) -> int:
+    return _GROUP if k <= _LONG_K else _GROUP_LONG_K
 
 
 def _filler(dtype) -> Array:
@@ -141,12 +149,13 @@ def _epochs(first: int, full: int, block: int, k: int) -> list[tuple[int, int, O
     refreshed a logarithmic number of times; its pool is about ``block`` columns at most.
     """
     out: list[tuple[int, int, Optional[int]]] = []
+    group = _group_size(k)
     j = 0
     while j < full:
         seen = first + j * block
         cap = _screen_capacity(k, block, seen)
-        per = cap * _GROUP
-        if block % _GROUP or 2 * per > block or full - j < 2:
+        per = cap * group
+        if block % group or 2 * per > block or full - j < 2:
             stop, cap = j + 1, None
         else:
             stop = min(full, j + max(2, seen // block), j + max(2, block // per))
@@ -165,32 +174,33 @@ def _screened_epoch(values, ids, queries, corpus, start_row: int, blocks: int, b
     """Merge ``blocks`` blocks of ``block`` rows from ``start_row`` into the running top-k.
 
     Exact by a bound: a document can enter the top-``k`` only if its score is at
-    least the running k-th best ``t``, so only groups of ``_GROUP`` columns whose
+    least the running k-th best ``t``, so only groups of :func:`_group_size` columns whose
     maximum is not below ``t`` are kept (at most ``cap`` per query and block,
     written to a pool); the pool is merged with one ``top_k`` at the end. A block
     where some query has more groups above ``t`` is merged whole at once
     (``lax.cond``), and the pool written before it is then ignored.
     """
     q, kk = values.shape
-    per = cap * _GROUP
-    groups = block // _GROUP
+    group = _group_size(kk)
+    per = cap * group
+    groups = block // group
     pool_s = jnp.zeros((q, blocks * per), values.dtype)
     pool_i = jnp.zeros((q, blocks * per), _ID_DTYPE)
-    member = lax.broadcasted_iota(_ID_DTYPE, (1, 1, _GROUP), 2)
+    member = lax.broadcasted_iota(_ID_DTYPE, (1, 1, group), 2)
 
     def body(j, carry):
         values, ids, pool_s, pool_i, valid_from = carry
         offset = start_row + j * block
         s = _scores(queries, lax.dynamic_slice_in_dim(corpus, offset, block), precision)
-        top = s.reshape(q, groups, _GROUP).max(axis=-1)
+        top = s.reshape(q, groups, group).max(axis=-1)
         # not (max < t): also true for NaN maxima, and for every group when t is NaN
         wanted = ~(top < values[:, -1:])
         # Wanted groups first, in ascending order (top_k's ties go to the lower index);
         # the groups that fill the remaining slots lie below t and never enter the top-k.
         _, grp = lax.top_k(wanted.astype(jnp.float32), cap)
         grp = grp.astype(_ID_DTYPE)
-        cand = jnp.take_along_axis(s.reshape(q, groups, _GROUP), grp[:, :, None], axis=1).reshape(q, per)
-        cand_ids = (grp[:, :, None] * _GROUP + member + offset).reshape(q, per)
+        cand = jnp.take_along_axis(s.reshape(q, groups, group), grp[:, :, None], axis=1).reshape(q, per)
+        cand_ids = (grp[:, :, None] * group + member + offset).reshape(q, per)
         pool_s = lax.dynamic_update_slice_in_dim(pool_s, cand, j * per, axis=1)
         pool_i = lax.dynamic_update_slice_in_dim(pool_i, cand_ids, j * per, axis=1)
         over = jnp.max(jnp.sum(wanted, axis=-1, dtype=jnp.int32)) > cap
@@ -357,7 +367,7 @@ def search(
     running top-``k``, so memory is :math:`O(\\mathrm{tile} (k + block))` and the
     ``[Q, N]`` matrix never exists. After the first block, a block is screened
     against the running k-th best ``t``: the maximum of each group of 32 columns
-    is compared with ``t``, and only groups whose maximum is not below ``t`` (the
+    is compared with ``t`` (8 columns when ``k > 16``), and only groups whose maximum is not below ``t`` (the
     only ones that can hold a document of the top-``k``) go to a pool, merged by
     one ``top_k`` at the end of an epoch (epochs double in length, so ``t`` is
     refreshed a logarithmic number of times). A block with more such groups
