@@ -235,6 +235,24 @@ def test_rank_helpers_match_rax():
         jr.utils.approx_ranks(s, step_fn=jax.nn.relu)
 
 
+def test_approx_cutoff_matches_rax():
+    """Values and gradients of rax's soft top-n, with the step functions of approx_t12n and
+    bound_t12n, every combination of where and segments, n from none to past the list."""
+    data = _lists(5, segments=True)
+    s = jnp.asarray(data["scores"]).at[1, 2].set(data["scores"][1, 4])  # a tie
+    where, segs = jnp.asarray(data["where"]), jnp.asarray(data["segments"])
+    steps = (jax.nn.sigmoid, lambda x: jax.nn.sigmoid(x / 0.5), lambda x: 1.0 - jax.nn.relu(1.0 - x))
+    for kwargs in (dict(), dict(where=where), dict(segments=segs), dict(where=where, segments=segs)):
+        for n in (None, 0, 1, 3, 7):
+            for step in steps:
+                ours = jax.jit(lambda a, n=n, step=step, kw=kwargs: jr.utils.approx_cutoff(a, n, step_fn=step, **kw))
+                theirs = lambda a, n=n, step=step, kw=kwargs: rax.utils.approx_cutoff(a, n, step_fn=step, **kw)
+                np.testing.assert_allclose(ours(s), theirs(s), **TOL, err_msg=f"{kwargs.keys()} {n}")
+                weights = jnp.arange(s.size, dtype=s.dtype).reshape(s.shape) / s.size
+                grad = lambda f: jax.grad(lambda a: jnp.sum(weights * f(a)))(s)
+                np.testing.assert_allclose(grad(ours), grad(theirs), **TOL, err_msg=f"grad {kwargs.keys()} {n}")
+
+
 def test_transformations_match_rax():
     data = _lists(9, segments=True)
     s, y = jnp.asarray(data["scores"]), jnp.asarray(data["labels"])

@@ -9,7 +9,7 @@ first valid item). The computations are :mod:`jaxrank.losses`' and
 :mod:`jaxrank.lambdaweights`'; ranks come from :func:`jaxrank.hard` and
 :func:`jaxrank.approx`. Where this module differs from rax: docs/compat/rax.md.
 
-rax's metrics (``*_metric``) and ``approx_t12n`` / ``bound_t12n`` are not here
+rax's metrics (``*_metric``) and ``approx_t12n`` / ``bound_t12n`` are not here yet
 (docs/compat/rax.md says why).
 """
 
@@ -184,7 +184,42 @@ def cutoff(a: Array, n: Optional[int] = None, where: Optional[Array] = None, seg
     return jnp.float32(out)
 
 
+def approx_cutoff(
+    a: Array,
+    n: Optional[int] = None,
+    *,
+    where: Optional[Array] = None,
+    segments: Optional[Array] = None,
+    step_fn: Callable[[Array], Array] = jax.nn.sigmoid,
+) -> Array:
+    """rax's soft top-``n`` selection: :math:`\text{step}(a_i - c)` with :math:`c` the
+    midpoint of the ``n``-th and ``(n + 1)``-th largest valid values of ``a`` (of the
+    segment; held constant in the gradient); 1 where the list (segment) has at most ``n``
+    valid items, 0 on invalid items. ``step_fn`` is any function (rax's ``bound_t12n``
+    passes ``1 - relu(1 - x)``)."""
+    if n is None:
+        return jnp.ones_like(a)
+    if n == 0:
+        return jnp.zeros_like(a)
+    a = jnp.asarray(a)
+    at = ranks(a, where=where, segments=segments)
+    boundary = jnp.where((at == n) | (at == n + 1), a, 0)
+    valid = jnp.ones(a.shape, jnp.int32) if where is None else jnp.asarray(where).astype(jnp.int32)
+    if segments is None:
+        middle = jnp.sum(boundary, axis=-1, keepdims=True) / 2.0
+        count = jnp.sum(valid, axis=-1, keepdims=True)
+    else:
+        seg = jnp.asarray(segments)
+        same = seg[..., :, None] == seg[..., None, :]
+        middle = jnp.sum(jnp.where(same, boundary[..., None, :], 0), axis=-1) / 2.0
+        count = jnp.sum(jnp.where(same, valid[..., None, :], 0), axis=-1)
+    out = step_fn(a - jax.lax.stop_gradient(middle))
+    out = jnp.where(count > n, out, jnp.ones_like(out))
+    return out if where is None else jnp.where(where, out, jnp.zeros_like(out))
+
+
 utils = types.SimpleNamespace(
+    approx_cutoff=approx_cutoff,
     approx_ranks=approx_ranks,
     compute_pairs=compute_pairs,
     cutoff=cutoff,
