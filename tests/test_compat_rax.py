@@ -4,6 +4,7 @@ keyword combination rax takes, under jit, vmap and grad. Inputs are float32 (rax
 import functools
 import itertools
 import types
+import zlib
 
 import jax
 import jax.numpy as jnp
@@ -231,8 +232,14 @@ def test_rank_helpers_match_rax():
             np.asarray(rax.utils.normalize_probabilities(y, **kwargs))[valid],
             **TOL,
         )
-    with pytest.raises(ValueError, match="step_fn"):
-        jr.utils.approx_ranks(s, step_fn=jax.nn.relu)
+    # any step function, as rax's (bound_t12n's relu(x + 1), here on a list with ties)
+    step = lambda x: jax.nn.relu(x + 1.0)  # noqa: E731
+    for kwargs in (dict(), dict(where=where), dict(segments=segs), dict(where=where, segments=segs)):
+        np.testing.assert_allclose(
+            np.asarray(jr.utils.approx_ranks(s, step_fn=step, **kwargs)),
+            np.asarray(rax.utils.approx_ranks(s, step_fn=step, **kwargs)),
+            **TOL,
+        )
 
 
 def test_approx_cutoff_matches_rax():
@@ -286,7 +293,7 @@ def test_transformations_match_rax():
 def test_every_rax_loss_lambdaweight_and_helper_has_rax_signature():
     import inspect
 
-    for name in LOSSES + LAMBDAWEIGHTS + ["gumbel_t12n", "segment_t12n"]:
+    for name in LOSSES + LAMBDAWEIGHTS + METRICS + ["opa_metric", "gumbel_t12n", "segment_t12n", "approx_t12n"]:
         ours, theirs = inspect.signature(getattr(jr, name)), inspect.signature(getattr(rax, name))
         assert list(ours.parameters) == list(theirs.parameters), name
         for p in theirs.parameters.values():
@@ -316,3 +323,253 @@ def test_jaxrank_approx_ndcg_is_rax_approx_t12n_ndcg(temperature):
 
     np.testing.assert_allclose(float(ours(s)), float(theirs(s)), **TOL)
     np.testing.assert_allclose(np.asarray(jax.grad(ours)(s)), np.asarray(jax.grad(theirs)(s)), **TOL)
+
+
+# Metrics and the approx / bound transformations ---------------------------------------------
+METRICS = ["mrr_metric", "recall_metric", "precision_metric", "ap_metric", "dcg_metric", "ndcg_metric"]
+WEIGHTED = {"dcg_metric", "ndcg_metric"}
+
+
+def _metric_lists(seed, shape=(3, 7), ties=True, neginf=True):
+    data = _lists(seed, shape, segments=True)
+    rng = np.random.default_rng(seed + 100)
+    s = data["scores"]
+    if ties:
+        s[..., 3] = s[..., 5]
+        s[0, :] = np.round(s[0, :])  # many ties in one list
+    if neginf:
+        # rax: items scored -inf are not retrieved. Two of them in a list give approximate
+        # ranks of NaN (-inf - -inf), in rax and here alike: one in the smooth tests.
+        s[1, rng.choice(shape[-1], 2 if ties else 1, replace=False)] = -np.inf
+    data["labels"][2, :] = 0  # a list without relevant items
+    return data
+
+
+@pytest.mark.parametrize("name", METRICS)
+def test_metrics_match_rax_on_every_keyword_combination(name):
+    """Exact ranks (rax's defaults): every combination of where, segments, weights, topn
+    and reduce_fn, with tied scores, -inf scores and a list without relevant items."""
+    data = _metric_lists(zlib.crc32(name.encode()) % 1000)
+    s, y = jnp.asarray(data["scores"]), jnp.asarray(data["labels"])
+    flags = itertools.product([False, True], [False, True], [False, name in WEIGHTED])
+    topns = itertools.cycle([None, 1, 3, 7, 10])  # 7: the list size; 10: past it
+    for i, (use_where, use_segments, use_weights) in enumerate(sorted(set(flags))):
+        kwargs = _kwargs(data, use_where, use_segments, use_weights)
+        kwargs.update(topn=next(topns), reduce_fn=list(REDUCE.values())[i % 3])
+        want = getattr(rax, name)(s, y, **kwargs)
+        got = jax.jit(lambda a, b, kw=kwargs: getattr(jr, name)(a, b, **kw))(s, y)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), **TOL, err_msg=str(sorted(kwargs)))
+    key = jax.random.PRNGKey(3)  # random tie-breaking, as rax's
+    np.testing.assert_allclose(
+        np.asarray(getattr(jr, name)(s, y, key=key, reduce_fn=None)),
+        np.asarray(getattr(rax, name)(s, y, key=key, reduce_fn=None)),
+        **TOL,
+    )
+
+
+def test_metric_options_match_rax():
+    data = _metric_lists(17)
+    s, y, where = jnp.asarray(data["scores"]), jnp.asarray(data["labels"]), jnp.asarray(data["where"])
+    options = dict(gain_fn=lambda a: a, discount_fn=lambda r: 1.0 / r, topn=3)
+    for name in WEIGHTED:
+        got = getattr(jr, name)(s, y, where=where, reduce_fn=None, **options)
+        want = getattr(rax, name)(s, y, where=where, reduce_fn=None, **options)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), **TOL)
+    for where_ in (None, where):  # opa: tied scores count as wrongly ordered
+        np.testing.assert_allclose(
+            np.asarray(jr.opa_metric(s, y, where=where_, reduce_fn=None)),
+            np.asarray(rax.opa_metric(s, y, where=where_, reduce_fn=None)),
+            **TOL,
+        )
+        np.testing.assert_allclose(float(jr.opa_metric(s, y, where=where_)), float(rax.opa_metric(s, y, where=where_)))
+
+
+T12NS = {
+    "approx": (jr.approx_t12n, rax.approx_t12n, {}),
+    "approx T=0.5": (jr.approx_t12n, rax.approx_t12n, dict(temperature=0.5)),
+    "bound": (jr.bound_t12n, rax.bound_t12n, {}),
+}
+
+
+@pytest.mark.parametrize("t12n", list(T12NS))
+@pytest.mark.parametrize("name", METRICS)
+def test_approx_and_bound_t12n_match_rax(name, t12n):
+    """Values and gradients of the smooth metrics on tie-free lists, with segments,
+    weights and topn; rax's own t12n needs the jax.util shim (fixture above)."""
+    ours_t, theirs_t, opts = T12NS[t12n]
+    ours, theirs = ours_t(getattr(jr, name), **opts), theirs_t(getattr(rax, name), **opts)
+    # bound_t12n's ranks of an item scored -inf are inf: rax's value is NaN (0 * -inf in its
+    # retrieved items), compat's finite (test_bound_t12n_with_an_item_scored_minus_inf)
+    data = _metric_lists(zlib.crc32(f"{name} {t12n}".encode()) % 1000, ties=False, neginf=t12n != "bound")
+    flags = [(False, False, None), (True, False, 1), (False, name in WEIGHTED, 3), (True, name in WEIGHTED, 3)]
+    for use_segments, use_weights, topn in flags:
+        kwargs = _kwargs(data, False, use_segments, use_weights)
+        kwargs["topn"] = topn
+        jitted = lambda a, b, **kw: jax.jit(lambda a, b: ours(a, b, **kw))(a, b)  # noqa: E731
+        _compare(jitted, theirs, data["scores"], data["labels"], kwargs)
+
+
+def _compacted(data, row):
+    """Row ``row`` with its masked items dropped (rax's list padded apart)."""
+    keep = data["where"][row]
+    return {name: None if v is None else jnp.asarray(v[row][keep]) for name, v in data.items() if name != "where"}
+
+
+@pytest.mark.parametrize("name", METRICS)
+def test_smooth_metrics_with_masks_equal_rax_on_the_lists_padded_apart(name):
+    """With ``where``, compat's approx / bound metrics are rax's on each list with its
+    masked items dropped (rax's own values with masks differ: next test)."""
+    data = _metric_lists(zlib.crc32(name.encode()) % 997, ties=False, neginf=False)
+    where = jnp.asarray(data["where"])
+    cases = [("approx", False, None), ("approx", True, 3), ("approx T=0.5", False, 1), ("bound", True, 1)]
+    for t12n, use_segments, topn in cases:
+        ours_t, theirs_t, opts = T12NS[t12n]
+        ours, theirs = ours_t(getattr(jr, name), **opts), theirs_t(getattr(rax, name), **opts)
+        kwargs = dict(topn=topn, reduce_fn=None)
+        if use_segments:
+            kwargs["segments"] = jnp.asarray(data["segments"])
+
+        def per_list(a, kw=kwargs):
+            return ours(a, jnp.asarray(data["labels"]), where=where, **kw)
+
+        got = np.asarray(jax.jit(per_list)(jnp.asarray(data["scores"])))
+        grads = np.asarray(jax.grad(lambda a: jnp.sum(per_list(a)))(jnp.asarray(data["scores"])))
+        assert np.all(grads[~np.asarray(where)] == 0)
+        for row in range(where.shape[0]):
+            apart = _compacted(data, row)
+            kw = dict(kwargs, segments=apart["segments"]) if use_segments else kwargs
+
+            def theirs_row(a, kw=kw, y=apart["labels"]):
+                return theirs(a, y, **kw)
+
+            # per list without segments; with them, at each segment's first (valid) item
+            keep = np.asarray(where[row]) if use_segments else ()
+            msg = f"{t12n} segments={use_segments} topn={topn} row={row}"
+            np.testing.assert_allclose(got[row][keep], np.asarray(theirs_row(apart["scores"])), **TOL, err_msg=msg)
+            keep = np.asarray(where[row])
+            want_grad = jax.grad(lambda a: jnp.sum(theirs_row(a)))(apart["scores"])
+            np.testing.assert_allclose(grads[row][keep], np.asarray(want_grad), **TOL, err_msg=msg)
+
+
+def test_metrics_under_vmap_match_rax():
+    data = _metric_lists(29, ties=False)
+    s, y = jnp.asarray(data["scores"]), jnp.asarray(data["labels"])
+    where, segs = jnp.asarray(data["where"]), jnp.asarray(data["segments"])
+    for name in METRICS:
+        for t12n in (lambda f: f, jr.approx_t12n):
+            ours = jax.vmap(lambda a, b, g, name=name, t=t12n: t(getattr(jr, name))(a, b, segments=g, topn=3))
+            theirs_t = (lambda f: f) if t12n is not jr.approx_t12n else rax.approx_t12n
+            theirs = jax.vmap(lambda a, b, g, name=name, t=theirs_t: t(getattr(rax, name))(a, b, segments=g, topn=3))
+            np.testing.assert_allclose(np.asarray(jax.jit(ours)(s, y, segs)), np.asarray(theirs(s, y, segs)), **TOL)
+    del where
+
+
+def test_transformed_metrics_keep_rax_names():
+    assert jr.approx_t12n(jr.ndcg_metric).__name__ == "approx_ndcg_metric"
+    assert jr.bound_t12n(jr.mrr_metric).__name__ == "bounded_mrr_metric"
+    import inspect
+
+    assert list(inspect.signature(jr.approx_t12n(jr.ap_metric)).parameters) == list(
+        inspect.signature(rax.ap_metric).parameters
+    )
+
+
+def test_bound_t12n_with_an_item_scored_minus_inf_is_finite():
+    s = jnp.array([0.5, -jnp.inf, 1.0, -0.3])
+    y = jnp.array([1.0, 0.0, 2.0, 0.0])
+    for name in METRICS:
+        loss = jr.bound_t12n(getattr(jr, name))
+        value, grad = jax.value_and_grad(lambda a, loss=loss: loss(a, y, topn=1))(s)
+        assert np.isfinite(float(value)) and np.all(np.isfinite(np.asarray(grad))), name
+        # the item scored -inf (label 0) counts as not retrieved: the value of the list without it
+        np.testing.assert_allclose(float(value), float(loss(s[jnp.array([0, 2, 3])], y[jnp.array([0, 2, 3])], topn=1)))
+    assert np.isnan(float(rax.bound_t12n(rax.ndcg_metric)(s, y, topn=1)))
+
+
+def test_rax_approx_metrics_change_with_masked_items():
+    """rax's approximate ranks put masked items at rank 1: its approx AP counts a masked
+    relevant item above every item, and its soft top-n gives masked items places. compat
+    gives the value of the list without them (docs/compat/rax.md)."""
+    s, y = jnp.array([2.0, 1.0, 0.0, 0.5]), jnp.array([0.0, 1.0, 1.0, 1.0])
+    where = jnp.array([True, True, True, False])
+    keep = jnp.array([0, 1, 2])
+    for name, kwargs in (("ap_metric", {}), ("ndcg_metric", dict(topn=1))):
+        theirs, ours = rax.approx_t12n(getattr(rax, name)), jr.approx_t12n(getattr(jr, name))
+        apart = float(theirs(s[keep], y[keep], **kwargs))
+        assert abs(float(theirs(s, y, where=where, **kwargs)) - apart) > 1e-3, name
+        np.testing.assert_allclose(float(ours(s, y, where=where, **kwargs)), apart, **TOL)
+
+
+def test_the_rax_md_recipe_runs_at_realistic_size():
+    """docs/compat/rax.md's switch, on [32, 500] lists with masks, segments and weights at
+    a model's score scale; its values against rax's."""
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "compat" / "rax.md").read_text()
+    block = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    rng = np.random.default_rng(0)
+    shape = (32, 500)
+    env = dict(
+        jnp=jnp,
+        scores=jnp.asarray(rng.normal(size=shape) * 3, jnp.float32),
+        labels=jnp.asarray(rng.integers(0, 5, size=shape), jnp.float32),
+        mask=jnp.asarray(rng.random(shape) < 0.9),
+        segments=jnp.asarray(np.sort(rng.integers(0, 4, size=shape), axis=-1)),
+        weights=jnp.asarray(rng.uniform(0.5, 2, size=shape), jnp.float32),
+        key=jax.random.PRNGKey(0),
+    )
+    exec(block, env)
+    for name in ("loss", "noisy", "ndcg10", "r"):
+        assert np.all(np.isfinite(np.asarray(env[name]))), name
+    s, y, m = env["scores"], env["labels"], env["mask"]
+    np.testing.assert_allclose(float(env["ndcg10"]), float(rax.ndcg_metric(s, y, where=m, topn=10)), **TOL)
+    # the approx nDCG@10 loss, per list: rax's own on each list with its masked items dropped
+    per_list = jr.approx_t12n(jr.ndcg_metric, temperature=0.5)(s, y, where=m, topn=10, reduce_fn=None)
+    np.testing.assert_allclose(float(env["loss"]), float(jnp.mean(per_list)), **TOL)
+    m_np = np.asarray(m)
+    for i in range(3):
+        want = rax.approx_t12n(rax.ndcg_metric, temperature=0.5)(s[i][m_np[i]], y[i][m_np[i]], topn=10)
+        np.testing.assert_allclose(float(per_list[i]), float(want), **TOL)
+
+
+SHARDED = r"""
+import json
+import jax, jax.numpy as jnp, numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jaxrank.compat import rax
+
+mesh = Mesh(jax.devices(), ("d",))
+rng = np.random.default_rng(0)
+B, N = 16, 24
+s = rng.normal(size=(B, N)).astype(np.float32)
+y = rng.integers(0, 4, (B, N)).astype(np.float32)
+w = rng.random((B, N)) < 0.9
+g = np.sort(rng.integers(0, 3, (B, N)), axis=-1)
+
+def f(s, y, w, g):
+    return dict(
+        ndcg=rax.ndcg_metric(s, y, where=w, segments=g, topn=5, reduce_fn=None),
+        ap=rax.approx_t12n(rax.ap_metric)(s, y, where=w, segments=g, topn=5, reduce_fn=None),
+        mrr=rax.bound_t12n(rax.mrr_metric)(s, y, where=w, reduce_fn=None),
+        grad=jax.grad(lambda a: jnp.sum(rax.approx_t12n(rax.ndcg_metric)(a, y, where=w, topn=5, reduce_fn=None)))(s),
+    )
+
+whole = jax.jit(f)(s, y, w, g)
+in_map = jax.jit(jax.shard_map(f, mesh=mesh, in_specs=P("d"), out_specs=P("d")))(s, y, w, g)
+sharded = [jax.device_put(a, NamedSharding(mesh, P("d"))) for a in (s, y, w, g)]
+in_jit = jax.jit(f)(*sharded)
+gap = lambda a, b: max(float(np.max(np.abs(np.asarray(a[k]) - np.asarray(b[k])))) for k in a)
+print("REPORT" + json.dumps(dict(shard_map=gap(in_map, whole), jit=gap(in_jit, whole),
+      finite=all(bool(np.isfinite(np.asarray(v)).all()) for v in whole.values()))))
+"""
+
+
+def test_metrics_and_transformations_under_shard_map_and_sharded_jit_on_8_devices():
+    import json
+
+    from tests.devices import run_with_host_devices
+
+    report = json.loads(run_with_host_devices(SHARDED, devices=8).split("REPORT", 1)[1])
+    assert report["finite"]
+    assert report["shard_map"] <= 2e-6 and report["jit"] <= 2e-6, report

@@ -353,3 +353,30 @@ def test_ranks_computed_inside_a_cond_branch_are_not_reused_outside_it():
     inside, outside = jax.jit(fn)(scores, labels, True)
     np.testing.assert_allclose(inside, outside)
     np.testing.assert_allclose(outside, jaxrank.ndcg(scores, labels))
+
+
+# given: ranks computed elsewhere -------------------------------------------------------------
+@pytest.mark.parametrize("name", CUTOFF_METRICS)
+@pytest.mark.parametrize("k", [None, 3])
+def test_given_exact_ranks_with_the_cutoff_as_weights_are_the_hard_metric(name, k):
+    """given(r, [r <= k]) with r the exact (stable) ranks reproduces every metric of
+    hard() on padded lists with ties, under jit."""
+    scores, labels, where = _tied_batch(seed=7)
+    exact = jaxrank.hard()(jnp.asarray(scores), jnp.asarray(where))
+    ranks = jnp.asarray(jaxrank.metrics._common.item_values(exact, lambda p: p, jnp.ones(scores.shape)))
+    present = jnp.ones(scores.shape) if k is None else (ranks <= k).astype(jnp.float32)
+    ranker = jaxrank.ranking.given(jnp.where(jnp.asarray(where), ranks, 1e6), present)
+    want = _call(name, scores, labels, where, jaxrank.hard(), k)
+    kwargs = dict(where=where, ranker=ranker, k=k)
+    got = jax.jit(lambda s: getattr(jaxrank, name)(s, labels, **kwargs))(jnp.asarray(scores))
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=1e-6)
+
+
+def test_given_ranks_take_the_gradient_through_the_position_function():
+    # dcg = sum_i y_i c_i / log2(1 + r_i): d/dr_i = -y_i c_i / ((1 + r_i) ln2 log2(1 + r_i)^2)
+    r, c, y = jnp.array([1.5, 2.0, 3.5]), jnp.array([1.0, 0.5, 0.0]), jnp.array([1.0, 2.0, 3.0])
+    grad = jax.grad(lambda r: jaxrank.dcg(jnp.zeros(3), y, ranker=jaxrank.ranking.given(r, c)))(r)
+    want = -y * c / ((1 + r) * np.log(2) * np.log2(1 + r) ** 2)
+    np.testing.assert_allclose(np.asarray(grad), np.asarray(want), rtol=1e-5)
+    with pytest.raises(ValueError, match="given: ranks"):
+        jaxrank.dcg(jnp.zeros(4), jnp.zeros(4), ranker=jaxrank.ranking.given(r))

@@ -1,16 +1,26 @@
-"""rax 0.4's losses, lambdaweights, rank helpers and transformations, over jaxrank.
+"""rax 0.4 over jaxrank: its 11 losses, 7 metrics, 3 lambdaweights, 4 transformations
+and its rank helpers.
 
 Switch by changing the import: ``import rax`` becomes
 ``from jaxrank.compat import rax``. Names, keywords, defaults and reductions are
 rax's: ``reduce_fn`` (default :func:`jax.numpy.mean`) over the items, pairs or lists
 rax reduces over, ``None`` for the unreduced values in rax's shapes (pairwise losses
 ``[..., n * n]``; with ``segments``, ``[..., n]`` holding each segment's value at its
-first valid item). The computations are :mod:`jaxrank.losses`' and
-:mod:`jaxrank.lambdaweights`'; ranks come from :func:`jaxrank.hard` and
-:func:`jaxrank.approx`. Where this module differs from rax: docs/compat/rax.md.
+first valid item). The computations are :mod:`jaxrank.losses`',
+:mod:`jaxrank.lambdaweights`' and :mod:`jaxrank.metrics`'; exact ranks come from
+:func:`jaxrank.hard`, approximate ones from :func:`jaxrank.ranking.pairwise_ranks` (the
+kernel of :func:`jaxrank.approx`), and a metric evaluates the ranks of its ``rank_fn``
+with the weights of its ``cutoff_fn`` through :func:`jaxrank.ranking.given`. Where this
+module differs from rax: docs/compat/rax.md.
 
-rax's metrics (``*_metric``) and ``approx_t12n`` / ``bound_t12n`` are not here yet
-(docs/compat/rax.md says why).
+Example:
+  >>> import jax.numpy as jnp
+  >>> from jaxrank.compat import rax
+  >>> scores, labels = jnp.array([2.0, 1.0, 3.0]), jnp.array([2.0, 0.0, 1.0])
+  >>> round(float(rax.ndcg_metric(scores, labels)), 5)
+  0.79671
+  >>> round(float(rax.approx_t12n(rax.ndcg_metric)(scores, labels)), 5)
+  -0.74059
 """
 
 from __future__ import annotations
@@ -25,10 +35,20 @@ import jax
 import jax.numpy as jnp
 
 from jaxrank import _lists, lambdaweights, losses
+from jaxrank import metrics as jaxrank_metrics
 from jaxrank.losses import _hinge, _logistic, _mse, _qr, _soft_zero_one
-from jaxrank.ranking import approx
+from jaxrank.ranking import given, pairwise_ranks
 
 __all__ = [
+    "ap_metric",
+    "approx_t12n",
+    "bound_t12n",
+    "dcg_metric",
+    "ndcg_metric",
+    "mrr_metric",
+    "opa_metric",
+    "precision_metric",
+    "recall_metric",
     "dcg2_lambdaweight",
     "dcg_lambdaweight",
     "gumbel_t12n",
@@ -131,27 +151,6 @@ def _segment_positions(scores, valid, segments, key) -> Array:
     return jnp.sum(same & (pos[..., None, :] <= pos[..., :, None]), axis=-1)
 
 
-def _step_temperature(step_fn) -> float:
-    if step_fn is jax.nn.sigmoid:
-        return 1.0
-    if isinstance(step_fn, _SigmoidStep):
-        return step_fn.temperature
-    raise ValueError(
-        "step_fn: jaxrank.compat.rax computes approximate ranks with jaxrank.approx, whose step is the "
-        f"logistic sigmoid; pass jax.nn.sigmoid (got {step_fn!r})"
-    )
-
-
-class _SigmoidStep:
-    """``sigmoid(x / temperature)``, recognised by :func:`approx_ranks`."""
-
-    def __init__(self, temperature: float):
-        self.temperature = temperature
-
-    def __call__(self, x):
-        return jax.nn.sigmoid(x / self.temperature)
-
-
 def approx_ranks(
     scores: Array,
     *,
@@ -160,18 +159,13 @@ def approx_ranks(
     key: Optional[Array] = None,
     step_fn: Callable[[Array], Array] = jax.nn.sigmoid,
 ) -> Array:
-    """Approximate ranks, :func:`jaxrank.approx` in score units:
-    :math:`r_i = 1 + \\sum_{j \\ne i} \\sigma(s_j - s_i)` over the valid items (of the
-    segment). ``step_fn`` must be :func:`jax.nn.sigmoid`; ``key`` is unused."""
+    """Approximate ranks, :func:`jaxrank.ranking.pairwise_ranks`:
+    :math:`r_i = 1 + \\sum_{j \\ne i} \\text{step}(s_j - s_i)` over the valid items (of the
+    segment); 1 on invalid items, as rax. ``key`` is unused."""
     del key
-    ranker = approx(_step_temperature(step_fn), units="score")
     scores = jnp.asarray(scores)
-    lists = _lists.prepare(scores, scores, where, segments)
-    if lists.same is None:
-        return ranker(scores, lists.valid).ranks.astype(scores.dtype)
-    # Each item ranked among its own segment: [..., n (item), n] rows, diagonal read.
-    rows = jnp.broadcast_to(scores[..., None, :], lists.same.shape)
-    return jnp.diagonal(ranker(rows, lists.same).ranks, axis1=-2, axis2=-1).astype(scores.dtype)
+    r = pairwise_ranks(scores, where, step=step_fn, segments=segments).astype(scores.dtype)
+    return r if where is None else jnp.where(jnp.asarray(where, bool), r, jnp.ones((), r.dtype))
 
 
 def cutoff(a: Array, n: Optional[int] = None, where: Optional[Array] = None, segments: Optional[Array] = None) -> Array:
@@ -466,6 +460,147 @@ def dcg2_lambdaweight(
     return _list_size_scaled(lambdaweights.dcg2, scores, kwargs)
 
 
+# Metrics --------------------------------------------------------------------------------------
+def _retrieved(scores: Array, ranks_: Array, where, segments, topn, cutoff_fn) -> Array:
+    """rax's retrieved items: valid, not scored ``-inf``, and inside ``cutoff_fn``'s top
+    ``topn`` of ``-ranks``. A ``cutoff_fn`` that takes ``where=`` (rax's and this module's
+    ``cutoff`` and ``approx_cutoff`` do) is given it, so that masked items take no place in
+    the cutoff (rax passes none: its approximate ranks put masked items at rank 1, where
+    they crowd valid items out of a top ``n``)."""
+    out = (~jnp.isneginf(scores)).astype(ranks_.dtype)
+    if where is not None:
+        out = jnp.where(where, out, 0)
+    kwargs = dict(segments=segments, n=topn)
+    if where is not None and _accepts(cutoff_fn, where=where):
+        kwargs["where"] = where
+    # where, not a product: bound_t12n's cutoff of an item ranked inf (scored -inf) is -inf
+    return jnp.where(out > 0, out * cutoff_fn(-ranks_, **kwargs), 0)
+
+
+def _ranked_metric(
+    metric, scores, labels, where, segments, topn, key, rank_fn, cutoff_fn, reduce_fn, floor=False, **kwargs
+):
+    """``metric`` (a :mod:`jaxrank.metrics` function) over ``rank_fn``'s ranks, each item
+    counted as much as it is retrieved (:func:`jaxrank.ranking.given`; at least 0 with
+    ``floor``), in rax's layout and reduction."""
+    scores, labels = jnp.asarray(scores), jnp.asarray(labels)
+    r = jnp.asarray(rank_fn(scores, where=where, segments=segments, key=key))
+    r = r.astype(jnp.promote_types(r.dtype, jnp.float32))
+    present = _retrieved(scores, r, where, segments, topn, cutoff_fn)
+    if floor:
+        present = jnp.maximum(present, 0)
+    lists = _lists.prepare(scores, labels, where, segments)
+    # The given ranker ignores the scores: finite stand-ins keep the metric's input checks.
+    values = metric(
+        jnp.zeros(scores.shape, r.dtype), labels, where=where, segments=segments, ranker=given(r, present), **kwargs
+    )
+    return safe_reduce(_rax_layout(values, lists), _list_mask(lists, where), reduce_fn)
+
+
+def _ranked_metric_signature(metric, doc: str, floor: bool = False):
+    def metric_fn(
+        scores: Array,
+        labels: Array,
+        *,
+        where: Optional[Array] = None,
+        segments: Optional[Array] = None,
+        topn: Optional[int] = None,
+        key: Optional[Array] = None,
+        rank_fn: Callable[..., Array] = ranks,
+        cutoff_fn: Callable[..., Array] = cutoff,
+        reduce_fn: Optional[ReduceFn] = jnp.mean,
+    ) -> Array:
+        return _ranked_metric(
+            metric, scores, labels, where, segments, topn, key, rank_fn, cutoff_fn, reduce_fn, floor=floor
+        )
+
+    metric_fn.__doc__ = doc
+    return metric_fn
+
+
+mrr_metric = _ranked_metric_signature(
+    jaxrank_metrics.reciprocal_rank,
+    "rax's mean reciprocal rank (:func:`jaxrank.reciprocal_rank`): :math:`c / r` of the first relevant "
+    "(label >= 1) item, :math:`c` how much it is retrieved, floored at 0. rax takes the largest "
+    ":math:`c_i / r_i` over the relevant items, and 0: the same for any cutoff that decreases with the rank "
+    "(``cutoff``, ``approx_cutoff``; ``bound_t12n``'s goes below 0).",
+    floor=True,
+)
+mrr_metric.__name__ = mrr_metric.__qualname__ = "mrr_metric"
+recall_metric = _ranked_metric_signature(
+    jaxrank_metrics.recall,
+    "rax's recall (:func:`jaxrank.recall`): relevant retrieved items over the relevant items of the list.",
+)
+recall_metric.__name__ = recall_metric.__qualname__ = "recall_metric"
+precision_metric = _ranked_metric_signature(
+    jaxrank_metrics.precision,
+    "rax's precision (:func:`jaxrank.precision` without ``k``): relevant retrieved items over retrieved items.",
+)
+precision_metric.__name__ = precision_metric.__qualname__ = "precision_metric"
+ap_metric = _ranked_metric_signature(
+    jaxrank_metrics.average_precision,
+    "rax's average precision (:func:`jaxrank.average_precision`), over the relevant items of the list.",
+)
+ap_metric.__name__ = ap_metric.__qualname__ = "ap_metric"
+
+
+def opa_metric(
+    scores: Array, labels: Array, *, where: Optional[Array] = None, reduce_fn: Optional[ReduceFn] = jnp.mean
+) -> Array:
+    """rax's ordered pair accuracy (:func:`jaxrank.ordered_pair_accuracy`; tied scores
+    are wrongly ordered)."""
+    lists = _lists.prepare(scores, labels, where)
+    values = jaxrank_metrics.ordered_pair_accuracy(scores, labels, where=where)
+    return safe_reduce(values, _list_mask(lists, where), reduce_fn)
+
+
+def dcg_metric(
+    scores: Array,
+    labels: Array,
+    *,
+    where: Optional[Array] = None,
+    segments: Optional[Array] = None,
+    topn: Optional[int] = None,
+    weights: Optional[Array] = None,
+    key: Optional[Array] = None,
+    gain_fn: Callable[[Array], Array] = default_gain_fn,
+    discount_fn: Callable[[Array], Array] = default_discount_fn,
+    rank_fn: Callable[..., Array] = ranks,
+    cutoff_fn: Callable[..., Array] = cutoff,
+    reduce_fn: Optional[ReduceFn] = jnp.mean,
+) -> Array:
+    """rax's DCG (:func:`jaxrank.dcg`): :math:`\\sum_i c_i w_i \\text{gain}(y_i) \\text{discount}(r_i)`,
+    :math:`c_i` whether item ``i`` is retrieved (in the top ``topn``)."""
+    kwargs = dict(gain=gain_fn, discount=discount_fn, weights=weights)
+    return _ranked_metric(
+        jaxrank_metrics.dcg, scores, labels, where, segments, topn, key, rank_fn, cutoff_fn, reduce_fn, **kwargs
+    )
+
+
+def ndcg_metric(
+    scores: Array,
+    labels: Array,
+    *,
+    where: Optional[Array] = None,
+    segments: Optional[Array] = None,
+    topn: Optional[int] = None,
+    weights: Optional[Array] = None,
+    key: Optional[Array] = None,
+    gain_fn: Callable[[Array], Array] = default_gain_fn,
+    discount_fn: Callable[[Array], Array] = default_discount_fn,
+    rank_fn: Callable[..., Array] = ranks,
+    cutoff_fn: Callable[..., Array] = cutoff,
+    reduce_fn: Optional[ReduceFn] = jnp.mean,
+) -> Array:
+    """rax's nDCG (:func:`jaxrank.ndcg`): :func:`dcg_metric` over the DCG of the items
+    ordered by :math:`w_i \\text{gain}(y_i)` (exact ranks, top ``topn``); 0 where that is 0."""
+    weights = jnp.ones(jnp.shape(scores), jnp.float32) if weights is None else weights
+    kwargs = dict(k=topn or None, gain=gain_fn, discount=discount_fn, weights=weights)
+    return _ranked_metric(
+        jaxrank_metrics.ndcg, scores, labels, where, segments, topn, key, rank_fn, cutoff_fn, reduce_fn, **kwargs
+    )
+
+
 # Transformations ------------------------------------------------------------------------------
 def _accepts(fn, **kwargs) -> bool:
     try:
@@ -484,6 +619,44 @@ def _with_keyword(fn, name: str, new):
     wrapped = functools.wraps(fn)(new)
     wrapped.__signature__ = sig.replace(parameters=params)
     return wrapped
+
+
+def _with_hooks(metric_fn, rank_step, cutoff_step, prefix: str):
+    """``-metric_fn`` with ``rank_fn`` and ``cutoff_fn`` (where it takes them) set to
+    :func:`approx_ranks` and :func:`approx_cutoff` with these step functions."""
+    parameters = inspect.signature(metric_fn).parameters
+    hooks = {}
+    if "rank_fn" in parameters:
+        hooks["rank_fn"] = functools.partial(approx_ranks, step_fn=rank_step)
+    if "cutoff_fn" in parameters:
+        hooks["cutoff_fn"] = functools.partial(approx_cutoff, step_fn=cutoff_step)
+
+    @functools.wraps(metric_fn)
+    def metric_loss(scores, labels, **kwargs):
+        return -metric_fn(scores, labels, **{**hooks, **kwargs})
+
+    metric_loss.__name__ = metric_loss.__qualname__ = f"{prefix}_{metric_fn.__name__}"
+    metric_loss.__doc__ = f"{prefix.capitalize()} {metric_fn.__doc__}"
+    return metric_loss
+
+
+def approx_t12n(metric_fn, temperature: float = 1.0):
+    """rax's approximate-metric transformation (Qin et al., 2010): a loss, minus
+    ``metric_fn`` with ranks :math:`1 + \\sum_{j \\ne i} \\sigma((s_j - s_i) / T)` and a
+    sigmoid top-``n`` cutoff of width ``T`` (:func:`approx_cutoff`)."""
+
+    def step(x):
+        return jax.nn.sigmoid(x / temperature)
+
+    return _with_hooks(metric_fn, step, step, "approx")
+
+
+def bound_t12n(metric_fn):
+    """rax's bound transformation: a loss, minus ``metric_fn`` with the upper bound of the
+    ranks :math:`1 + \\sum_{j \\ne i} \\text{relu}(s_j - s_i + 1)` and the cutoff step
+    :math:`1 - \\text{relu}(1 - x)`: a lower bound of the metric for those that
+    decrease with rank."""
+    return _with_hooks(metric_fn, lambda x: jax.nn.relu(x + 1.0), lambda x: 1.0 - jax.nn.relu(1.0 - x), "bounded")
 
 
 def gumbel_t12n(loss_or_metric_fn, *, samples: int = 8, beta: float = 1.0, smoothing_factor: Optional[float] = None):

@@ -139,9 +139,12 @@ def num_relevant(labels, valid, judgments, jvalid, rel) -> Array:
 
 
 def safe_divide(num: Array, den: Array) -> Array:
-    """``num / den``, 0 where ``den`` is 0; ``den`` lacks ``num``'s last axis or matches it."""
+    """``num / den``, and ``num`` where ``den`` is 0: there ``num`` is 0 for every ranker
+    (a sum over fewer items, with non-negative weights), except for signed weights such as
+    rax's ``bound_t12n`` cutoff, whose sum may be 0 where the items are not, and which rax
+    divides by 1. ``den`` lacks ``num``'s last axis or matches it."""
     den = jnp.broadcast_to(den, num.shape) if den.ndim == num.ndim else den[..., None]
-    return jnp.where(den > 0, num / jnp.where(den > 0, den, 1), 0.0)
+    return num / jnp.where(den != 0, den, 1)
 
 
 def item_values(r: Ranks, f: Callable[[Array], Array], g: Array) -> Array:

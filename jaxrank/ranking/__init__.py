@@ -8,12 +8,15 @@
   :mod:`~jaxrank.ranking.pairwise` (:func:`approx`), :mod:`~jaxrank.ranking.projection`
   (:func:`softrank`), :mod:`~jaxrank.ranking.permutation` (:func:`neuralsort`,
   :func:`softsort`), :mod:`~jaxrank.ranking.sampling` (:func:`gumbel`).
+* :mod:`jaxrank.ranking.given`: :func:`given`, ranks computed elsewhere (rax's ``rank_fn``),
+  as a ranker.
 * :mod:`jaxrank.ranking._backend`: the only module that knows platforms (host
   sort, top-k, cumulative and row sums), with the rule that picks each path.
 """
 
+from jaxrank.ranking.given import GivenRanker, GivenRanks, given
 from jaxrank.ranking.hard import HardRanker, HardRanks, hard
-from jaxrank.ranking.pairwise import ApproxRanker, ApproxRanks, PointRanks, approx
+from jaxrank.ranking.pairwise import ApproxRanker, ApproxRanks, PointRanks, approx, pairwise_ranks
 from jaxrank.ranking.permutation import NeuralSortRanker, PermutationRanks, SoftSortRanker, neuralsort, softsort
 from jaxrank.ranking.projection import SoftRanker, SoftRanks, soft_ranks, softrank
 from jaxrank.ranking.ranks import TIE_POLICIES, PositionFn, Ranker, Ranks, Ties
@@ -24,6 +27,8 @@ __all__ = [
     "TIE_POLICIES",
     "ApproxRanker",
     "ApproxRanks",
+    "GivenRanker",
+    "GivenRanks",
     "GumbelRanker",
     "GumbelRanks",
     "HardRanker",
@@ -40,9 +45,11 @@ __all__ = [
     "Ties",
     "approx",
     "bounded_temperature",
+    "given",
     "gumbel",
     "hard",
     "neuralsort",
+    "pairwise_ranks",
     "score_spread",
     "soft_cutoff",
     "soft_ranks",

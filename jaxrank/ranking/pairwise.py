@@ -9,6 +9,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import math
+from collections.abc import Callable
 from typing import Optional
 
 import jax
@@ -156,41 +157,87 @@ _PAIR_TERMS = {
 }
 
 
-def _pairwise_rows(term: str, scores: jax.Array, valid: jax.Array, col: jax.Array, temperature: float):
-    """``out_i = sum_{j valid, j != i} term((s_j - s_i) / T, col_j)`` in row blocks.
+def _pairwise_rows(
+    term, scores: jax.Array, valid: jax.Array, col: jax.Array, temperature: float, segments: Optional[jax.Array] = None
+):
+    """``out_i = sum_{j valid, j != i} term((s_j - s_i) / T, col_j)`` in row blocks, ``j``
+    within the segment of ``i`` when ``segments`` is given. ``term``: a name of
+    ``_PAIR_TERMS`` or a function ``(x, c) -> terms``.
 
     Rows are processed ``block`` at a time in a ``lax.scan`` whose body is
     rematerialised (``jax.checkpoint``), so value and gradient hold
     O(batch * n * block) pair terms at once instead of O(batch * n^2).
     """
-    fn = _PAIR_TERMS[term]
+    fn = _PAIR_TERMS[term] if isinstance(term, str) else term
     shape = jnp.broadcast_shapes(scores.shape, valid.shape, col.shape)
     n = shape[-1]
     s = jnp.broadcast_to(scores, shape).reshape(-1, n)
     v = jnp.broadcast_to(valid, shape).reshape(-1, n)
     c = jnp.where(v, jnp.broadcast_to(col, shape).reshape(-1, n).astype(s.dtype), 0)
+    g = None if segments is None else jnp.broadcast_to(segments, shape).reshape(-1, n)
     batch = s.shape[0]
     if batch == 0 or n == 0:
         return jnp.zeros(shape, s.dtype)
     block = max(1, min(n, _PAIRS_PER_BLOCK // (batch * n), _PAIRS_PER_LIST // n))
     nblocks = -(-n // block)
-    rows = jnp.pad(s, ((0, 0), (0, nblocks * block - n)))
-    rows = rows.reshape(batch, nblocks, block).transpose(1, 0, 2)
+
+    def in_blocks(a):
+        a = jnp.pad(a, ((0, 0), (0, nblocks * block - n)))
+        return a.reshape(batch, nblocks, block).transpose(1, 0, 2)
+
     starts = jnp.arange(nblocks, dtype=jnp.int32) * block
     col_idx = jnp.arange(n, dtype=jnp.int32)
     inv_t = 1.0 / temperature
 
     @jax.checkpoint
     def body(carry, xs):
-        s_rows, start = xs
-        x = (s[:, None, :] - s_rows[:, :, None]) * inv_t
+        s_rows, g_rows, start = xs
         keep = (start + jnp.arange(block, dtype=jnp.int32))[:, None] != col_idx[None, :]
-        terms = jnp.where(keep[None] & v[:, None, :], fn(x, c[:, None, :]), 0)
+        keep = keep[None] & v[:, None, :]
+        if g is not None:
+            keep &= g_rows[:, :, None] == g[:, None, :]
+        # 0 off the kept pairs: an item scored -inf meets itself as -inf - -inf = NaN,
+        # whose gradient through the term would be NaN even where it is not kept.
+        x = jnp.where(keep, (s[:, None, :] - s_rows[:, :, None]) * inv_t, 0)
+        terms = jnp.where(keep, fn(x, c[:, None, :]), 0)
         return carry, jnp.sum(terms, axis=-1)
 
-    _, out = lax.scan(body, None, (rows, starts))
+    xs = (in_blocks(s), None if g is None else in_blocks(g), starts)
+    _, out = lax.scan(body, None, xs)
     out = out.transpose(1, 0, 2).reshape(batch, nblocks * block)[:, :n]
     return out.reshape(shape)
+
+
+def pairwise_ranks(
+    scores: jax.Array,
+    where: Optional[jax.Array] = None,
+    *,
+    step: Callable[[jax.Array], jax.Array] = jax.nn.sigmoid,
+    temperature: float = 1.0,
+    segments: Optional[jax.Array] = None,
+) -> jax.Array:
+    """Approximate ranks from a step function of the score differences, in score units:
+
+    .. math:: r_i = 1 + \\sum_{j \\ne i,\\ j\\ \\text{valid}} \\text{step}\\Big(\\frac{s_j - s_i}{T}\\Big)
+
+    over the valid items ``j`` of the segment of ``i`` (``segments[..., n]``, integer ids)
+    when given. :func:`approx` is this with the logistic sigmoid (and its temperature
+    units); rax's ``bound_t12n`` takes :math:`\\text{relu}(x + 1)`, an upper bound of the
+    exact rank. Computed in row blocks of bounded memory, as :func:`approx`. Invalid
+    items get the ranks of the valid items of their segment as if they were valid.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> from jaxrank.ranking import pairwise_ranks
+      >>> pairwise_ranks(jnp.array([2.0, 0.0, -2.0]), step=lambda x: jax.nn.relu(x + 1)).tolist()
+      [1.0, 4.0, 9.0]
+    """
+    scores = jnp.asarray(scores)
+    scores = scores.astype(jnp.promote_types(scores.dtype, jnp.float32))
+    valid = jnp.ones(scores.shape, bool) if where is None else jnp.asarray(where, bool)
+    temperature = _positive(temperature, "temperature")
+    term = lambda x, c: c * step(x)  # noqa: E731
+    return 1 + _pairwise_rows(term, scores, valid, valid, temperature, segments)
 
 
 @jax.tree_util.register_dataclass
