@@ -19,6 +19,7 @@ queries choose nothing)::
 
     python benchmarks/bench_defaults.py                                   # the table of docs/soft.md
     python benchmarks/bench_defaults.py --valid-fraction 0.25 --rankers 'approx(0.1)' 'approx(0.3)'
+    python benchmarks/bench_defaults.py --no-lightgbm --paired --rankers 'approx()' 'softrank()'
 """
 
 from __future__ import annotations
@@ -99,7 +100,35 @@ def plain_train(ranker, data, seeds, *, hidden: int, lr: float, steps: int, eval
     params = jax.jit(jax.vmap(one))(jnp.asarray(seeds))
     scores = jax.vmap(lambda p: jnp.zeros(where.shape, jnp.float32).at[slots].set(train_ltr.mlp(p, x)))(params)
     spread = float(jnp.mean(jaxrank.score_spread(scores, where)))
-    return train_ltr.evaluate(params, eval_split)[:, -1], spread
+    return train_ltr.evaluate(params, eval_split)[:, -1], spread, per_query(params, eval_split)
+
+
+def per_query(params, split) -> np.ndarray:
+    """nDCG@10 of each query of ``split`` (as ``train_ltr.evaluate``), mean over the seeds, ``[Q]``."""
+
+    def one(p):
+        scores = train_ltr.score(p, split.x, split.where)
+        return jaxrank.ndcg(scores, split.y, k=10, where=split.where, ranker=jaxrank.hard("expected"))
+
+    return np.asarray(jnp.mean(jax.vmap(one)(params), axis=0))
+
+
+def paired(rows) -> None:
+    """Each ranker against the first, over the same queries: the mean difference of per-query
+    nDCG@10, its 95% bootstrap interval (percentile, 10,000 resamples) and the two-sided
+    randomization test's p-value (``jaxrank.stats``)."""
+    name0, values0 = rows[0][0], rows[0][3]
+    print(f"\n| ranker - `{name0}` | mean difference | 95% bootstrap interval | randomization p |")
+    print("|---|---|---|---|")
+    for name, _, _, values in rows[1:]:
+        if values is None:
+            continue
+        diff = jnp.asarray(values - values0)
+        low, high = jaxrank.stats.bootstrap_ci(diff, key=jax.random.key(0))
+        _, pvalue = jaxrank.stats.randomization_test(values, values0, key=jax.random.key(1))
+        print(
+            f"| `{name}` | {float(jnp.mean(diff)):+.4f} | [{float(low):+.4f}, {float(high):+.4f}] | {float(pvalue):.3f} |"
+        )
 
 
 def main(argv=None) -> None:
@@ -118,6 +147,7 @@ def main(argv=None) -> None:
         "(default jaxrank.ranking.smooth.BAND)",
     )
     p.add_argument("--no-lightgbm", action="store_true")
+    p.add_argument("--paired", action="store_true", help="compare each ranker with the first, query by query")
     p.add_argument("--data", default=str(train_ltr.DEFAULT_DATA))
     args = p.parse_args(argv)
 
@@ -131,22 +161,22 @@ def main(argv=None) -> None:
     rows = []
     for expression in args.rankers:
         ranker = make_ranker(expression)
-        got, spread = plain_train(
+        got, spread, queries = plain_train(
             ranker, data, seeds, hidden=args.hidden, lr=args.lr, steps=args.steps, eval_split=eval_split
         )
         shown = f"metric_loss default ({losses.metric_loss.__kwdefaults__['ranker']!r})" if ranker is None else None
-        rows.append((shown or expression, got, spread))
+        rows.append((shown or expression, got, spread, queries))
         print(f"{rows[-1][0]}: {np.mean(got):.4f} {np.round(got, 4).tolist()} score std {spread:.3g}", file=sys.stderr)
     if not args.no_lightgbm:
         split = dict(valid_fraction=args.valid_fraction, split_seed=args.split_seed)
         got = np.asarray([train_ltr.run_lightgbm(args.data, s, **split)[-1] for s in seeds])
-        rows.append(("LightGBM LambdaRank (train_ltr.LIGHTGBM_PARAMS)", got, None))
+        rows.append(("LightGBM LambdaRank (train_ltr.LIGHTGBM_PARAMS)", got, None, None))
     load_after = os.getloadavg()[0]
 
     where = f"validation (split seed {args.split_seed})" if args.valid_fraction > 0 else "test"
     print(f"| ranker | {where} nDCG@10, mean of {len(seeds)} seeds | min | max | score std at the end |")
     print("|---|---|---|---|---|")
-    for name, got, spread in rows:
+    for name, got, spread, _ in rows:
         std = "" if spread is None else f"{spread:.3g}"
         print(f"| `{name}` | {np.mean(got):.4f} | {np.min(got):.4f} | {np.max(got):.4f} | {std} |")
     print()
@@ -158,6 +188,8 @@ def main(argv=None) -> None:
         f"{' (noisy)' if max(load_before, load_after) > 0.5 else ''}; "
         f"{math.ceil(time.perf_counter() - start)} s"
     )
+    if args.paired:
+        paired(rows)
 
 
 if __name__ == "__main__":
