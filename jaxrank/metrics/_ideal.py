@@ -27,6 +27,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxrank.ranking._backend import row_sum, vary_like
+from jaxrank.ranking.ranks import float_dtype
 
 #: Counting is used up to this many positive grades (one pass over the labels each).
 MAX_GRADES = 32
@@ -40,9 +41,9 @@ def _cumulative_discount(n: int, cuts: tuple[int, ...], discount: Callable, dtyp
     return jnp.concatenate([jnp.zeros((1, len(cuts)), dtype), jnp.cumsum(d[:, None] * within, axis=0)])
 
 
-def _by_counts(labels, valid, top, cuts, gain, discount):
+def _by_counts(labels, top, cuts, gain, discount, dtype):
     n = labels.shape[-1]
-    table = _cumulative_discount(n, cuts, discount, labels.dtype)
+    table = _cumulative_discount(n, cuts, discount, dtype)
     deepest = min(max(cuts), n)
 
     def more(carry):
@@ -51,13 +52,14 @@ def _by_counts(labels, valid, top, cuts, gain, discount):
 
     def grade(carry):
         t, above, total = carry
-        count = row_sum(valid & (labels >= t)).astype(jnp.int32)
+        # labels are 0 where masked and t >= 1: the comparison alone leaves masked items out
+        count = row_sum(labels >= t.astype(labels.dtype)).astype(jnp.int32)
         total = total + gain(t) * (table[count] - table[above])
         return t - 1, count, total
 
     above = vary_like(jnp.zeros(labels.shape[:-1], jnp.int32), labels)  # typed as the body's carry in shard_map
-    total = vary_like(jnp.zeros(labels.shape[:-1] + (len(cuts),), labels.dtype), labels)
-    return lax.while_loop(more, grade, (top, above, total))[2]
+    total = vary_like(jnp.zeros(labels.shape[:-1] + (len(cuts),), dtype), labels)
+    return lax.while_loop(more, grade, (top.astype(dtype), above, total))[2]
 
 
 def ideal_dcg(
@@ -70,14 +72,23 @@ def ideal_dcg(
 ) -> jax.Array:
     """IDCG at every cutoff, ``[..., C]`` (``C = 1`` without ``ks``).
 
-    ``labels[..., n]`` (0 where masked) and ``valid[..., n]``; ``gain`` must give 0 to
-    labels ``<= 0`` and apply elementwise (the string gains); ``by_ranking()`` computes
-    the same value by ranking the labels, for batches that counting cannot take.
+    ``labels[..., n]`` and ``valid[..., n]``; ``gain`` must give 0 to labels ``<= 0`` and
+    apply elementwise (the string gains); ``by_ranking()`` computes the same value by
+    ranking the labels, for batches that counting cannot take. Integer (or boolean)
+    labels are counted as they are: no float copy of them, and no test of integrality.
     """
     cuts = (labels.shape[-1],) if ks is None else ks
-    positive = valid & (labels > 0)
-    # One pass finds the top grade and, as +inf, any positive label that is not an integer.
-    top = jnp.max(jnp.where(positive, jnp.where(labels == jnp.floor(labels), labels, jnp.inf), 0), initial=0)
+    dtype = float_dtype()
+    if labels.dtype == jnp.bool_:
+        labels = labels.astype(jnp.int32)
+    labels = jnp.where(valid, labels, jnp.zeros((), labels.dtype))
+    if jnp.issubdtype(labels.dtype, jnp.integer):
+        # The top grade, as float32 (monotone, so a grade past MAX_GRADES stays past it): a
+        # float max reads the labels once, where XLA:CPU reduces integers several times slower.
+        top = jnp.maximum(jnp.max(labels.astype(jnp.float32)), 0)
+    else:
+        # One pass finds the top grade and, as +inf, any positive label that is not an integer.
+        top = jnp.max(jnp.where(labels > 0, jnp.where(labels == jnp.floor(labels), labels, jnp.inf), 0), initial=0)
     countable = top <= MAX_GRADES
     top = jnp.where(countable, top, 0)
-    return lax.cond(countable, lambda: _by_counts(labels, valid, top, cuts, gain, discount), by_ranking)
+    return lax.cond(countable, lambda: _by_counts(labels, top, cuts, gain, discount, dtype), by_ranking)

@@ -375,9 +375,11 @@ def ndcg(
         return ideal[..., None] if cut is None else ideal
 
     if ideal_ranks is None and isinstance(gain, str):
-        # integer grades: the ideal from counts per grade, not a second ranking
+        # integer grades: the ideal from counts per grade, not a second ranking; the labels
+        # in their own dtype (integers are counted without a float copy)
         every = p.valid if p.judgments is None else p.jvalid
-        ideal = ideal_dcg(ideal_labels, every, p.ks, _c.gain_fn(gain), _c.discount_fn(discount), ranked)
+        grades = jnp.asarray(labels if p.judgments is None else judgments)
+        ideal = ideal_dcg(grades, every, p.ks, _c.gain_fn(gain), _c.discount_fn(discount), ranked)
     else:
         ideal = ranked()
     ideal = p.finish(ideal)

@@ -21,7 +21,9 @@ transformation; what differs is how. The paths and the rule that picks them:
 * **Top-k** (:func:`top_k_order`): ``lax.top_k`` on the integer keys cast to
   floats of the same total order, on every platform. No ``optimization_barrier``
   around it: XLA's TopK decomposer aborts the process on one under
-  ``shard_map``.
+  ``shard_map``. Without a mask, :func:`top_k_order_of_scores` runs it on the
+  float32/float64 scores themselves and takes the keyed path only for a batch
+  whose first ``k`` values hold a zero or a NaN (one pass over the list fewer).
 * **Cumulative sums** (:func:`cumsum`): two small triangular matmuls on CPU,
   where XLA's cumsum is several times slower; ``jnp.cumsum`` elsewhere. Both are
   plain XLA ops, valid under every transformation.
@@ -245,6 +247,28 @@ def top_k_order(key: jax.Array, depth: int) -> tuple[jax.Array, jax.Array]:
     """
     values, order = lax.top_k(_key_as_float(key), depth)
     return order, _float_as_key(values)
+
+
+def top_k_order_of_scores(scores: jax.Array, depth: int) -> tuple[jax.Array, jax.Array]:
+    """:func:`top_k_order` of ``sort_key(scores, all valid)``, without building the keys
+    of the whole list when no row needs them.
+
+    The keys order the scores as ``lax.top_k``'s float order does, except that they tie
+    ``-0.0`` with ``0.0`` and put every NaN below every number. So where no row's first
+    ``depth`` values (by float order) hold a zero or a NaN, ``lax.top_k`` on the scores
+    themselves gives the keyed result exactly: every item it left out is below the
+    ``depth``-th by the keys too, and in its prefix float order and key order agree (ties
+    by index in both). A batch where some row has one takes the keyed path. Float32 and
+    float64 scores only.
+    """
+    values, order = lax.top_k(scores, depth)
+    exact = ~jnp.any((values == 0) | jnp.isnan(values))
+    ones = jnp.ones((), bool)
+    return lax.cond(
+        exact,
+        lambda: (order, sort_key(values, ones)),
+        lambda: top_k_order(sort_key(scores, ones), depth),
+    )
 
 
 # Sums -----------------------------------------------------------------------------------

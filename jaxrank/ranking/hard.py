@@ -10,7 +10,15 @@ import jax
 import jax.extend.core
 import jax.numpy as jnp
 
-from jaxrank.ranking._backend import TOP_K_MAX_DEPTH, argsort_descending, cumsum, row_sum, sort_key, top_k_order
+from jaxrank.ranking._backend import (
+    TOP_K_MAX_DEPTH,
+    argsort_descending,
+    cumsum,
+    row_sum,
+    sort_key,
+    top_k_order,
+    top_k_order_of_scores,
+)
 from jaxrank.ranking._ties import TieGroups, exclusive, reduce_positions, survive, take
 from jaxrank.ranking.ranks import TIE_POLICIES, PositionFn, Ranks, Ties, float_dtype
 
@@ -173,7 +181,10 @@ class HardRanker:
         if top_k:
             # Both outputs whole: a slice of them would be folded into XLA's sort + slice
             # pattern for TopK, which then falls back to a full sort.
-            order, key_sorted = top_k_order(key, depth)
+            if where is None and scores.dtype in (jnp.float32, jnp.float64):
+                order, key_sorted = top_k_order_of_scores(scores, depth)  # no keys of the whole list
+            else:
+                order, key_sorted = top_k_order(key, depth)
             return HardRanks(order, n_valid, key, key_sorted if self.ties == "expected" else None, ties=self.ties)
         if self.ties == "stable":
             return HardRanks(argsort_descending(key), n_valid, key, ties=self.ties)
