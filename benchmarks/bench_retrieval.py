@@ -26,6 +26,7 @@ nDCG@10 and R@100 of both with jaxrank's metrics, and prints one row per corpus 
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.util
 import json
 import os
@@ -92,8 +93,10 @@ def worker(args) -> dict:
 
         from jaxrank.retrieval import search
 
-        corpus = jax.device_put(corpus)
-        queries = jax.device_put(queries)
+        # device_put is asynchronous: wait for the copies (and let numpy's arrays go) before
+        # the peak is reset, or the numpy and jax copies of the corpus both count as the search's.
+        corpus, queries = jax.block_until_ready((jax.device_put(corpus), jax.device_put(queries)))
+        gc.collect()
         rss_data = _status_mb("VmRSS")
         _reset_peak()
 
@@ -108,7 +111,8 @@ def worker(args) -> dict:
 
         import jaxrank
 
-        corpus, queries = jax.device_put(corpus), jax.device_put(queries)
+        corpus, queries = jax.block_until_ready((jax.device_put(corpus), jax.device_put(queries)))
+        gc.collect()
         judged_ids, judged_labels = data["judged_ids"], data["judged_labels"]
         rss_data = _status_mb("VmRSS")
         _reset_peak()
