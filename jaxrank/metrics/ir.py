@@ -368,10 +368,10 @@ def ndcg(
     if ideal_ranks is not None and not isinstance(ideal_ranks, HardRanks):
         raise ValueError(f"ideal_ranks must be exact ranks (HardRanks), got {type(ideal_ranks).__name__}")
 
-    def ranked():  # [..., C]
+    def ranked(y=ideal_labels):  # [..., C]
         by = hard("stable") if ideal_ranks is None else ideal_ranks
         cut = None if p.ks is None else list(p.ks)
-        ideal = dcg(ideal_labels, ideal_labels, k=cut, where=ideal_valid, ranker=by, gain=gain, discount=discount)
+        ideal = dcg(y, y, k=cut, where=ideal_valid, ranker=by, gain=gain, discount=discount)
         return ideal[..., None] if cut is None else ideal
 
     if ideal_ranks is None and isinstance(gain, str):
@@ -379,7 +379,10 @@ def ndcg(
         # in their own dtype (integers are counted without a float copy)
         every = p.valid if p.judgments is None else p.jvalid
         grades = jnp.asarray(labels if p.judgments is None else judgments)
-        ideal = ideal_dcg(grades, every, p.ks, _c.gain_fn(gain), _c.discount_fn(discount), ranked)
+        # the ranking path converts the labels to floats itself (as _c.inputs does), inside
+        # its branch: no float copy of the labels is kept alive beside the counting one
+        in_branch = lambda: ranked(jnp.where(every, grades.astype(ideal_labels.dtype), 0))  # noqa: E731
+        ideal = ideal_dcg(grades, every, p.ks, _c.gain_fn(gain), _c.discount_fn(discount), in_branch)
     else:
         ideal = ranked()
     ideal = p.finish(ideal)
