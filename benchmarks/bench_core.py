@@ -16,7 +16,10 @@ Each peer runs in its own interpreter with its default threads (``_machine``);
 the header records machine, versions and load, and "noisy" marks a row taken
 while the machine was busy (docs/benchmarks.md).
 
-    python benchmarks/bench_core.py [--batch 2000] [--n 1000] [--repeats 7]
+    python benchmarks/bench_core.py [--batch 2000] [--n 1000] [--repeats 7] [--paired ROUNDS]
+
+``--paired ROUNDS`` adds the two target ratios (nDCG@10 over ``lax.top_k``, all metrics
+over ``numpy.argsort``) timed in alternation, round by round, after the table's rows.
 """
 
 from __future__ import annotations
@@ -37,6 +40,23 @@ from jax import lax
 import jaxrank
 
 CUTS = (5, 10, 20, 100, 1000)
+
+
+def _paired(fn, floor, rounds):
+    """Median over ``rounds`` of ``fn``'s time over ``floor``'s, the two timed one after
+    the other in each round (both warmed up first): a ratio that a slower or faster
+    phase of a shared host moves less than medians taken one row after another."""
+    jax.block_until_ready(fn())
+    jax.block_until_ready(floor())
+    ratios = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        jax.block_until_ready(floor())
+        t1 = time.perf_counter()
+        jax.block_until_ready(fn())
+        t2 = time.perf_counter()
+        ratios.append((t2 - t1) / (t1 - t0))
+    return statistics.median(ratios), min(ratios), max(ratios)
 
 
 def _time(fn, repeats):
@@ -147,6 +167,13 @@ def main(argv=None):
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--no-peers", action="store_true")
+    parser.add_argument(
+        "--paired",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="also time nDCG@10 beside top_k and all metrics beside argsort in alternation, ROUNDS rounds",
+    )
     args = parser.parse_args(argv)
 
     run = _machine.start(
@@ -163,6 +190,26 @@ def main(argv=None):
     floor_topk, c_topk, f_topk = _time(lambda: top_k(scores), args.repeats)
     floor_sort, _, f_sort = _time(lambda: np.argsort(scores_np, axis=-1), args.repeats)
     rows = [("lax.top_k(scores, 10)", floor_topk, c_topk, f_topk), ("numpy.argsort(scores)", floor_sort, 0.0, f_sort)]
+    # the paired ratios first, while the load is the one the run started at
+    paired = []
+    if args.paired:
+        ranker = jaxrank.hard()
+        ndcg10 = jax.jit(lambda s, y: jaxrank.ndcg(s, y, k=10, ranker=ranker))
+        every = jax.jit(lambda s, y: all_metrics(s, y, ranker))
+        watch = _machine.Watch()
+        paired.append(
+            (
+                "ndcg(k=10) / lax.top_k(scores, 10)",
+                *_paired(lambda: ndcg10(scores, labels), lambda: top_k(scores), args.paired),
+            )
+        )
+        paired.append(
+            (
+                f"all metrics, k={CUTS}, shared ranks / numpy.argsort(scores)",
+                *_paired(lambda: every(scores, labels), lambda: np.argsort(scores_np, axis=-1), args.paired),
+            )
+        )
+        paired_flag = watch.stop().flag
     missing = []
     for ties in ("stable", "expected"):
         ranker = jaxrank.hard(ties)
@@ -212,6 +259,12 @@ def main(argv=None):
         )
     for name in missing:
         print(f"| {name} | missing | | | | |")
+    if paired:
+        print(f"\n# timed in alternation, {args.paired} rounds: median (min-max) of the per-round ratio\n")
+        print("| ratio | median | min | max | load |")
+        print("|---|---:|---:|---:|---|")
+        for name, med, lo, hi in paired:
+            print(f"| {name} | {med:.2f} | {lo:.2f} | {hi:.2f} | {paired_flag} |")
     print("\n" + run.finish())
 
 
