@@ -74,3 +74,17 @@ def test_counted_ideal_under_vmap_and_grad():
     # the ideal's loop depends on the labels only: differentiating in the scores goes past it
     grad = jax.grad(lambda s: jnp.sum(jaxrank.ndcg(s, labels[0], ranker=jaxrank.approx(0.5, units="score"))))(scores[0])
     assert np.all(np.isfinite(grad)) and np.any(grad != 0)
+
+
+@pytest.mark.parametrize("dtype", [jnp.int32, jnp.int8, jnp.uint8])
+def test_integer_labels_give_the_values_of_the_same_float_labels(dtype):
+    """The counted ideal reads integer labels in their own dtype (no float copy)."""
+    rng = np.random.default_rng(3)
+    labels = rng.integers(0, 5, (6, 40))
+    where = rng.random((6, 40)) < 0.8
+    scores = jnp.asarray(rng.standard_normal((6, 40)), jnp.float32)
+    for k in (None, 3, 10):
+        for w in (None, where):
+            got = jaxrank.ndcg(scores, jnp.asarray(labels, dtype), k=k, where=w, gain="exp")
+            want = jaxrank.ndcg(scores, jnp.asarray(labels, jnp.float32), k=k, where=w, gain="exp")
+            np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)

@@ -380,3 +380,24 @@ def test_given_ranks_take_the_gradient_through_the_position_function():
     np.testing.assert_allclose(np.asarray(grad), np.asarray(want), rtol=1e-5)
     with pytest.raises(ValueError, match="given: ranks"):
         jaxrank.dcg(jnp.zeros(4), jnp.zeros(4), ranker=jaxrank.ranking.given(r))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_top_k_on_unmasked_scores_equals_the_keyed_top_k_with_zeros_nans_and_infinities(dtype):
+    """Without a mask, the top-k path ranks the scores themselves and takes the keyed path
+    for a batch whose top k holds a zero or a NaN: the same order either way."""
+    rng = np.random.default_rng(11)
+    special = np.array([0.0, -0.0, np.nan, -np.nan, np.inf, -np.inf], dtype)
+    plain = np.round(rng.standard_normal((16, 30)), 1).astype(dtype) + 5  # ties, no zero
+    mixed = plain.copy()
+    hit = rng.random(mixed.shape) < 0.3
+    mixed[hit] = rng.choice(special, size=int(hit.sum()))
+    for scores in (plain, mixed, -np.abs(plain), np.where(plain > 5, np.nan, plain)):
+        s = jnp.asarray(scores)
+        all_valid = jnp.ones(s.shape, bool)  # a mask takes the keyed path
+        for depth in (1, 5, 20):
+            got = jax.jit(lambda a, d=depth: jaxrank.hard()(a, None, depth=d).order)(s)
+            want = jaxrank.hard()(s, all_valid, depth=depth).order
+            np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+        per_row = jax.vmap(lambda a: jaxrank.hard()(a[None], None, depth=5).order[0])(s)
+        np.testing.assert_array_equal(np.asarray(per_row), np.asarray(jaxrank.hard()(s, all_valid, depth=5).order))

@@ -71,6 +71,11 @@ def every_metric(name, ranker):
         for name in names:
             for k in cuts:
                 out[f"{name}@{k}"] = getattr(jaxrank, name)(s, y, k=k, where=w, ranker=ranker)
+        if not ranker.smooth:
+            # no mask: the top-k of the scores themselves (shifted: no zero in any top 10),
+            # and the keyed fallback (the rounded scores hold zeros and -0.0)
+            out["ndcg_unmasked@10"] = jaxrank.ndcg(s + 10.0, y, k=10, ranker=ranker)
+            out["ndcg_unmasked_zeros@10"] = jaxrank.ndcg(s, y, k=10, ranker=ranker)
         out["r_precision"] = jaxrank.r_precision(s, y, where=w, ranker=ranker)
         out["num_rel"] = jaxrank.num_rel(s, y, where=w)
         return out
