@@ -401,3 +401,33 @@ def test_top_k_on_unmasked_scores_equals_the_keyed_top_k_with_zeros_nans_and_inf
             np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
         per_row = jax.vmap(lambda a: jaxrank.hard()(a[None], None, depth=5).order[0])(s)
         np.testing.assert_array_equal(np.asarray(per_row), np.asarray(jaxrank.hard()(s, all_valid, depth=5).order))
+
+
+def test_given_exact_positions_are_read_off_not_sorted_under_jit_and_vmap():
+    """exact=True takes the order from the permutation itself: the same metrics as the
+    sorted path, on padded lists with ties."""
+    from jaxrank import _lists
+
+    scores, labels, where = _tied_batch(seed=5)
+    s, w = jnp.asarray(scores), jnp.asarray(where)
+    pos = _lists.positions(s, w)  # 1..n, valid items first
+
+    def both(p, s, labels=labels, w=w):
+        out = []
+        for exact in (False, True):
+            ranker = jaxrank.ranking.given(p, (p <= 3).astype(p.dtype), exact=exact)
+            out.append(
+                [
+                    jaxrank.average_precision(s, labels, where=w, ranker=ranker),
+                    jaxrank.ndcg(s, labels, k=3, where=w, ranker=ranker),
+                    jaxrank.err(s, labels, where=w, ranker=ranker),
+                ]
+            )
+        return out
+
+    sorted_, read = jax.jit(both)(pos, s)
+    for a, b in zip(sorted_, read):
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-6)
+    y = jnp.asarray(labels)
+    per_row = jax.vmap(lambda p, s, y, w: both(p[None], s[None], y[None], w[None])[1][0][0])(pos, s, y, w)
+    np.testing.assert_allclose(np.asarray(per_row), np.asarray(sorted_[0]), rtol=1e-6)

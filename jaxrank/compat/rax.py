@@ -461,15 +461,20 @@ def dcg2_lambdaweight(
 
 
 # Metrics --------------------------------------------------------------------------------------
-def _retrieved(scores: Array, ranks_: Array, where, segments, topn, cutoff_fn) -> Array:
+def _retrieved(scores: Array, ranks_: Array, where, segments, topn, cutoff_fn, exact: bool) -> Array:
     """rax's retrieved items: valid, not scored ``-inf``, and inside ``cutoff_fn``'s top
     ``topn`` of ``-ranks``. A ``cutoff_fn`` that takes ``where=`` (rax's and this module's
     ``cutoff`` and ``approx_cutoff`` do) is given it, so that masked items take no place in
     the cutoff (rax passes none: its approximate ranks put masked items at rank 1, where
-    they crowd valid items out of a top ``n``)."""
+    they crowd valid items out of a top ``n``). ``exact``: ``ranks_`` are :func:`ranks`'
+    positions (within each segment)."""
     out = (~jnp.isneginf(scores)).astype(ranks_.dtype)
     if where is not None:
         out = jnp.where(where, out, 0)
+    if cutoff_fn is cutoff and exact:
+        # exact positions within each segment: rax's cutoff is r <= n, no ranking of them
+        cut = jnp.ones_like(ranks_) if topn is None else (ranks_ <= topn).astype(ranks_.dtype)
+        return out * cut
     kwargs = dict(segments=segments, n=topn)
     if where is not None and _accepts(cutoff_fn, where=where):
         kwargs["where"] = where
@@ -486,13 +491,20 @@ def _ranked_metric(
     scores, labels = jnp.asarray(scores), jnp.asarray(labels)
     r = jnp.asarray(rank_fn(scores, where=where, segments=segments, key=key))
     r = r.astype(jnp.promote_types(r.dtype, jnp.float32))
-    present = _retrieved(scores, r, where, segments, topn, cutoff_fn)
+    # the default rank_fn gives exact positions, valid items first: no second sort of them
+    exact = rank_fn is ranks
+    present = _retrieved(scores, r, where, segments, topn, cutoff_fn, exact)
     if floor:
         present = jnp.maximum(present, 0)
     lists = _lists.prepare(scores, labels, where, segments)
     # The given ranker ignores the scores: finite stand-ins keep the metric's input checks.
     values = metric(
-        jnp.zeros(scores.shape, r.dtype), labels, where=where, segments=segments, ranker=given(r, present), **kwargs
+        jnp.zeros(scores.shape, r.dtype),
+        labels,
+        where=where,
+        segments=segments,
+        ranker=given(r, present, exact=exact and segments is None),
+        **kwargs,
     )
     return safe_reduce(_rax_layout(values, lists), _list_mask(lists, where), reduce_fn)
 

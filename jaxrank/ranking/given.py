@@ -15,6 +15,7 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 
+from jaxrank.ranking._backend import inverse_permutation, row_sum, sort_key
 from jaxrank.ranking.hard import HardRanks, hard
 from jaxrank.ranking.ranks import PositionFn, Ranks, float_dtype
 
@@ -90,6 +91,7 @@ class GivenRanker:
 
     ranks: jax.Array
     present: Optional[jax.Array] = None
+    exact: bool = False
 
     smooth = True
 
@@ -101,13 +103,21 @@ class GivenRanker:
         r = _like(self.ranks, shape).astype(jnp.promote_types(jnp.result_type(self.ranks), float_dtype()))
         c = jnp.ones(shape, r.dtype) if self.present is None else _like(self.present, shape).astype(r.dtype)
         valid = jnp.ones(shape, bool) if where is None else jnp.broadcast_to(jnp.asarray(where, bool), shape)
-        order = hard("stable")(-jax.lax.stop_gradient(r), valid)
+        order = self._order(jax.lax.stop_gradient(r), valid)
         inside = order.valid_positions()
         positions = jnp.where(inside, order.in_rank_order(r), 1)
         return GivenRanks(order, positions, order.in_rank_order(c))
 
+    def _order(self, r: jax.Array, valid: jax.Array) -> HardRanks:
+        if not self.exact:
+            return hard("stable")(-r, valid)
+        # A permutation of 1..n, valid items first: its inverse is the order, no sort.
+        order = inverse_permutation(jnp.round(r).astype(jnp.int32) - 1)
+        n_valid = row_sum(valid, keepdims=True).astype(jnp.int32)
+        return HardRanks(order, n_valid, sort_key(-r, valid), ties="stable")
 
-def given(ranks: jax.Array, present: Optional[jax.Array] = None) -> GivenRanker:
+
+def given(ranks: jax.Array, present: Optional[jax.Array] = None, *, exact: bool = False) -> GivenRanker:
     """A ranker that returns these ranks, whatever the scores.
 
     Args:
@@ -117,6 +127,10 @@ def given(ranks: jax.Array, present: Optional[jax.Array] = None) -> GivenRanker:
       present: ``[..., n]`` weights in [0, 1], how much each item counts (e.g. a hard
         or soft top-``n``); default 1. They replace the metrics' cutoff (see
         :class:`GivenRanks`).
+      exact: the ranks are a permutation of ``1..n`` along the last axis with the valid
+        items first (exact positions, e.g. ``hard()``'s): their order is read off them
+        instead of sorted again. Not for ``segments=`` (each copy of the row holds the
+        other segments' items too).
 
     Returns:
       ``ranker(scores, where, depth=None) -> GivenRanks``; ``where`` still says which
@@ -130,4 +144,4 @@ def given(ranks: jax.Array, present: Optional[jax.Array] = None) -> GivenRanker:
       >>> round(float(jaxrank.dcg(jnp.zeros(3), labels, ranker=ranker)), 4)  # 1 / log2(3.5)
       0.5533
     """
-    return GivenRanker(ranks, present)
+    return GivenRanker(ranks, present, exact)
