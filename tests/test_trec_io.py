@@ -7,6 +7,7 @@ import dataclasses
 import gzip
 import importlib.util
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import pytest
@@ -769,3 +770,105 @@ def test_run_parts_raise_what_read_run_raises(tmp_path, monkeypatch, lines, line
         list(files._run_parts(path))
     assert str(parts.value) == str(whole.value)
     assert whole.value.line == line and words in str(whole.value)
+
+
+# ----------------------------------------------------------------------------- evaluation while reading
+
+
+def _stream_case(rng: np.random.Generator, queries: int, depth: int, deeper: Optional[int] = None):
+    run, qrels = [], {}
+    for at, q in enumerate(rng.permutation(queries)):  # not the qrels' order
+        n = deeper if (deeper is not None and at == queries - 3) else depth
+        docs = [f"d{rng.integers(3 * depth)}x{i}" for i in range(n)]
+        run += [f"q{q:03d} Q0 {d} {i} {rng.integers(-3, 4) / 2} t\n" for i, d in enumerate(docs)]
+        judged = docs[::3] if at >= 20 else []  # the first 20 queries: no retrieved document judged
+        qrels[f"q{q:03d}"] = {d: int(rng.integers(0, 3)) for d in judged + [f"extra{q}"]}
+    return qrels, "".join(run)
+
+
+@pytest.mark.parametrize(
+    "deeper, judged_only",
+    [(None, False), (None, True), (60, False)],
+    ids=["stream", "stream-judged-only", "a-deeper-query-stops-the-stream"],
+)
+def test_evaluating_parts_while_reading_equals_evaluating_after(tmp_path, monkeypatch, deeper, judged_only):
+    """``jaxrank eval`` evaluates whole slices of queries while the next part of the run is read
+    (evaluate._Stream); the values and their order are those of the evaluation after reading."""
+    from jaxrank import cli
+    from jaxrank.trec import engine
+
+    evaluate = importlib.import_module("jaxrank.trec.evaluate")  # the module, not the function
+
+    qrels, text = _stream_case(np.random.default_rng(0), queries=70, depth=20, deeper=deeper)
+    path = write(tmp_path, "r", text)
+    monkeypatch.setattr(files, "_PART_LINES", 50)  # parts of 2-3 queries
+    monkeypatch.setattr(_parse, "_BLOCK_BYTES", 1000)
+    monkeypatch.setattr(engine, "_CELLS_PER_CALL", 8 * 32)  # slices of 8 queries
+    streamed = []
+    finish = evaluate._Stream.finish
+    monkeypatch.setattr(evaluate._Stream, "finish", lambda self: streamed.append(finish(self)) or streamed[-1])
+    measures = ["all_trec", "P.5,10", "ndcg_cut.5", "success.1"]
+    want = evaluate.report(qrels, read_run(path), measures, judged_only=judged_only).to_trec(per_query=True)
+    got = evaluate.report(
+        qrels,
+        path,
+        measures,
+        judged_only=judged_only,
+        before_run=lambda plan, q: cli._speculate(plan, q, None, path, max_docs=None, ahead={}),
+    )
+    assert got.to_trec(per_query=True) == want
+    assert len(streamed) == 1 and (streamed[0] is None) == (deeper is not None)
+
+
+def test_an_error_in_a_later_part_stops_the_stream_and_is_raised(tmp_path, monkeypatch):
+    from jaxrank import cli
+    from jaxrank.trec import engine
+
+    evaluate = importlib.import_module("jaxrank.trec.evaluate")  # the module, not the function
+
+    qrels, text = _stream_case(np.random.default_rng(1), queries=40, depth=20)
+    path = write(tmp_path, "r", text + "q999 Q0 dz 1 nan t\n")
+    monkeypatch.setattr(files, "_PART_LINES", 50)
+    monkeypatch.setattr(_parse, "_BLOCK_BYTES", 1000)
+    monkeypatch.setattr(engine, "_CELLS_PER_CALL", 8 * 32)
+    stopped = []
+    stop = evaluate._Stream.stop
+    monkeypatch.setattr(evaluate._Stream, "stop", lambda self: stopped.append(self.jobs[:]) or stop(self))
+    with pytest.raises(TrecFormatError, match="score is NaN") as error:
+        evaluate.report(
+            qrels,
+            path,
+            ["all_trec"],
+            before_run=lambda plan, q: cli._speculate(plan, q, None, path, max_docs=None, ahead={}),
+        )
+    assert error.value.line == 801
+    assert len(stopped) == 1 and stopped[0]  # slices were under way when the error came
+
+
+@pytest.mark.parametrize("more_judged_later", [False, True], ids=["qrels-fit-the-early-shape", "they-do-not"])
+def test_compiling_before_the_qrels_are_read_keeps_the_values(tmp_path, monkeypatch, more_judged_later):
+    """``jaxrank eval`` starts compiling before reading the qrels, for the judgments per query
+    of their first MiB; qrels with more judgments later get a shape of their own."""
+    from jaxrank import cli
+    from jaxrank.trec import engine
+
+    evaluate = importlib.import_module("jaxrank.trec.evaluate")
+    qrels, text = _stream_case(np.random.default_rng(2), queries=40, depth=20)
+    if more_judged_later:
+        qrels["q039"].update({f"late{i}": 1 for i in range(40)})
+    qrels_path = write(tmp_path, "q", "".join(f"{q} 0 {d} {r}\n" for q in sorted(qrels) for d, r in qrels[q].items()))
+    path = write(tmp_path, "r", text)
+    monkeypatch.setattr(files, "_PART_LINES", 50)
+    monkeypatch.setattr(_parse, "_BLOCK_BYTES", 1000)
+    monkeypatch.setattr(engine, "_CELLS_PER_CALL", 8 * 32)
+    monkeypatch.setattr(cli, "_PEEK_BYTES", 1000)  # the first queries of each file
+    shapes, ahead = [], {}
+
+    def before_run(plan, q):
+        shapes.append(cli._speculate(plan, q, qrels_path, path, max_docs=None, ahead=ahead))
+        return shapes[-1]
+
+    want = evaluate.report(qrels_path, read_run(path), ["all_trec"]).to_trec(per_query=True)
+    assert evaluate.report(qrels_path, path, ["all_trec"], before_run=before_run).to_trec(per_query=True) == want
+    assert len(shapes) == 2 and shapes[0] is not None
+    assert (shapes[1] == shapes[0]) != more_judged_later

@@ -11,6 +11,7 @@ match trec_eval's doubles.
 
 from __future__ import annotations
 
+import concurrent.futures
 import csv
 import dataclasses
 import io
@@ -232,9 +233,10 @@ def _drain(parts: list) -> np.ndarray:
     return out
 
 
-def _collect(q: trec.Qrels, parts, judged_only: Iterable[bool], max_docs: Optional[int]):
+def _collect(q: trec.Qrels, parts, judged_only: Iterable[bool], max_docs: Optional[int], stream=None):
     """The rows of each ``judged_only`` setting from the parts of a run (Runs over disjoint
-    queries), the run's qids and its tag."""
+    queries), the run's qids and its tag; each part's rows also go to ``stream`` (a
+    :class:`_Stream`, for the only setting) as soon as they are read."""
     rows = {jo: _Rows() for jo in judged_only}
     run_qids, tag = [], ""
     for part in parts:
@@ -242,6 +244,8 @@ def _collect(q: trec.Qrels, parts, judged_only: Iterable[bool], max_docs: Option
         tag = part.tag or tag
         for jo, r in rows.items():
             r.add(trec._joined(q, part, complete=False, max_docs=max_docs, judged_only=jo))
+            if stream is not None:
+                stream.add(r.index[-1], r.lens[-1], r.scores[-1], r.rr[-1])
     return rows, np.concatenate(run_qids), tag
 
 
@@ -285,15 +289,24 @@ def _group(
     n_q = int(index.size)
     if n_q == 0:
         raise ValueError("no query is both in the qrels and in the run")
-    rel_starts, rel_lens = q.offsets[index], np.diff(q.offsets)[index]
     n = _bucket(max(1, int(lens.max())))
-    m = _bucket(max(1, int(rel_lens.max())))
+    m = _bucket(max(1, int(np.diff(q.offsets)[index].max())))
     rows, n, m = _reuse(plan, (_rows_per_call(n_q, n), n, m), guess)
-    executable = _executable(plan, (rows, n, m)).result()
+    out = _evaluate_rows(plan, q, (rows, n, m), scores, rr, starts, lens, index)
+    return _grouped(q, index, out, bogus)
+
+
+def _evaluate_rows(plan: Plan, q: trec.Qrels, shape: tuple, scores, rr, starts, lens, index) -> list[np.ndarray]:
+    """The measures of ``plan`` on queries ``index`` (places in the qrels), whose documents are
+    ``scores[starts[i]:starts[i] + lens[i]]`` (and ``rr``), in slices of ``shape[0]`` queries
+    padded to ``shape``: one ``[len(index), C]`` array per measure."""
+    rows, n, m = shape
+    rel_starts, rel_lens = q.offsets[index], np.diff(q.offsets)[index]
+    executable = _executable(plan, shape).result()
     rels = q.rels.astype(np.int32)
     parts = []
     with jax.enable_x64(True):
-        for lo in range(0, n_q, rows):
+        for lo in range(0, index.size, rows):
             s = slice(lo, lo + rows)
             here, rel_here = lens[s], rel_lens[s]
             parts.append(
@@ -305,10 +318,97 @@ def _group(
                     np.arange(m) < np.pad(rel_here, (0, rows - rel_here.size))[:, None],
                 )
             )
-        out = [np.concatenate([p[i] for p in parts])[:n_q] for i in range(len(parts[0]))]
+    return [np.concatenate([p[i] for p in parts])[: index.size] for i in range(len(parts[0]))]
+
+
+def _grouped(q: trec.Qrels, index: np.ndarray, out: list, bogus: np.ndarray):
+    """:func:`_group`'s result for queries ``index`` (in trec_eval's order) and their values."""
     positive = np.bincount(np.repeat(np.arange(q.qids.size), np.diff(q.offsets)), q.rels > 0, q.qids.size)
     positive = positive[index].astype(np.int64)
     return [str(x) for x in q.qids[index].tolist()], out, bogus, positive
+
+
+class _Stream:
+    """Evaluation of a run's queries while the rest of the run is still being read (the
+    command line's overlap of evaluation with parsing, after the compilation it started
+    before reading: :func:`report`'s ``before_run``).
+
+    Each part's rows join a queue (references to the arrays :class:`_Rows` holds, no copy);
+    each whole slice of ``shape[0]`` queries becomes a job of one worker thread, which pads
+    it and runs the computation compiled for ``shape`` while the main thread parses the next
+    part. One execution at a time (two in flight can deadlock on the sort's host callback;
+    docs/trec.md), and only the running job's padded copy exists at any time. A query with
+    more documents or judgments than ``shape`` holds stops the stream: :func:`_group` then
+    evaluates every query after the reading, as without a stream. The values do not depend
+    on the slice a query is evaluated in, nor on its padding.
+    """
+
+    def __init__(self, plan: Plan, q: trec.Qrels, shape: tuple):
+        self.plan, self.q, self.shape = plan, q, shape
+        self.rel_lens = np.diff(q.offsets)
+        self.queue = _Rows()
+        self.queued = 0
+        self.jobs: list = []
+        self.live = True
+        self.worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="jaxrank-evaluate")
+
+    def add(self, index: np.ndarray, lens: np.ndarray, scores: np.ndarray, rr: np.ndarray) -> None:
+        """Queue the rows of one part, as :class:`_Rows` holds them."""
+        if not self.live or index.size == 0:
+            return
+        _, n, m = self.shape
+        if lens.max() > n or self.rel_lens[index].max() > m:
+            self.stop()
+            return
+        self.queue.index.append(index)
+        self.queue.lens.append(lens)
+        self.queue.scores.append(scores)
+        self.queue.rr.append(rr)
+        self.queued += index.size
+        while self.queued >= self.shape[0]:
+            self._submit(self.shape[0])
+
+    def _submit(self, count: int) -> None:
+        """Make the first ``count`` queued queries a job (views of the queued arrays)."""
+        job, rest = _Rows(), _Rows()
+        need = count
+        for rows in zip(self.queue.index, self.queue.lens, self.queue.scores, self.queue.rr):
+            take = min(need, rows[0].size)
+            cut = int(rows[1][:take].sum())
+            # a part's queries may have no documents (judged-only): split by queries, not entries
+            if take:
+                for held, x, at in zip((job.index, job.lens, job.scores, job.rr), rows, (take, take, cut, cut)):
+                    held.append(x[:at])
+            if take < rows[0].size:
+                for left, x, at in zip((rest.index, rest.lens, rest.scores, rest.rr), rows, (take, take, cut, cut)):
+                    left.append(x[at:])
+            need -= take
+        self.queue, self.queued = rest, self.queued - count
+        self.jobs.append((np.concatenate(job.index), self.worker.submit(self._evaluate, job)))
+
+    def _evaluate(self, job: _Rows) -> list[np.ndarray]:
+        index, lens, starts, scores, rr = job.joined()
+        return _evaluate_rows(self.plan, self.q, self.shape, scores, rr, starts, lens, index)
+
+    def stop(self) -> None:
+        """Abandon the stream; returns once its worker is idle."""
+        self.live = False
+        self.worker.shutdown(wait=True, cancel_futures=True)
+        self.jobs = []
+
+    def finish(self):
+        """:func:`_group`'s result from the streamed queries, or None when the stream stopped
+        or saw no query."""
+        if self.live and self.queued:
+            self._submit(self.queued)
+        self.worker.shutdown(wait=True)
+        if not self.live or not self.jobs:
+            return None
+        index = np.concatenate([i for i, _ in self.jobs])
+        values = [f.result() for _, f in self.jobs]
+        order = np.argsort(index, kind="stable")  # trec_eval's query order: the qrels'
+        out = [np.concatenate([v[i] for v in values])[order] for i in range(len(values[0]))]
+        return _grouped(self.q, index[order], out, np.zeros(index.size, bool))
 
 
 def report(
@@ -323,13 +423,16 @@ def report(
     num_docs: int = 0,
     version: str = "10",
     queries: Optional[str] = None,
-    before_run: Optional[Callable[[Plan, trec.Qrels], Optional[tuple]]] = None,
+    before_run: Optional[Callable[[Plan, Optional[trec.Qrels]], Optional[tuple]]] = None,
 ) -> Report:
     """Evaluate and keep everything: see :func:`evaluate` for the arguments.
 
     ``before_run(plan, qrels)``, when given and the run is still to be read, is called
     before the run is read and returns a batch shape it started compiling for (or None):
-    the command line uses it to overlap compilation with reading (:mod:`jaxrank.cli`).
+    the command line uses it to overlap compilation with reading (:mod:`jaxrank.cli`);
+    when the qrels too are still to be read, it is called once more before them, with
+    ``qrels=None``. The run's queries are then evaluated while the run is read
+    (:class:`_Stream`), unless ``complete`` or judged-only measures beside others.
     """
     complete = _complete(queries, complete)
     if version not in ("9", "10"):
@@ -342,23 +445,34 @@ def report(
     for i, meas in enumerate(parsed):
         groups.setdefault(bool(judged_only or meas.judged_only), []).append(i)
     plans = {jo: dataclasses.replace(plan, measures=tuple(parsed[i] for i in idx)) for jo, idx in groups.items()}
+    ahead = before_run is not None and not isinstance(run, trec.Run)
+    if ahead and not isinstance(qrels, trec.Qrels):
+        before_run(next(iter(plans.values())), None)
     q = qrels if isinstance(qrels, trec.Qrels) else trec.read_qrels(qrels)
-    guess = None
-    if before_run is not None and not isinstance(run, trec.Run):
-        guess = before_run(next(iter(plans.values())), q)
+    guess = before_run(next(iter(plans.values())), q) if ahead else None
+    streamed = None
     if isinstance(run, (str, os.PathLike)):
         # read a part of the run at a time (trec.read_run's result, never all of it at once),
-        # unless a query's lines are scattered over the file
+        # unless a query's lines are scattered over the file; with a compilation under way
+        # (the command line), evaluate each part's queries while the next part is read
+        stream = _Stream(plans[next(iter(groups))], q, guess) if guess and len(groups) == 1 and not complete else None
         try:
-            found, run_qids, tag = _collect(q, trec._run_parts(run), groups, max_docs)
+            found, run_qids, tag = _collect(q, trec._run_parts(run), groups, max_docs, stream)
+            streamed = stream.finish() if stream is not None else None
         except trec._Scattered:
+            if stream is not None:
+                stream.stop()
             found, run_qids, tag = _collect(q, [trec.read_run(run)], groups, max_docs)
+        except BaseException:
+            if stream is not None:
+                stream.stop()
+            raise
     else:
         found, run_qids, tag = _collect(q, [run if isinstance(run, trec.Run) else trec.read_run(run)], groups, max_docs)
     results: list = [None] * len(parsed)
     qids, bogus, positive = None, None, None
     for jo, idx in groups.items():
-        qids_g, out, bogus_g, positive_g = _group(
+        qids_g, out, bogus_g, positive_g = streamed or _group(
             plans[jo], q, found[jo], run_qids, complete=complete, max_docs=max_docs, judged_only=jo, guess=guess
         )
         qids, bogus, positive = qids_g, bogus_g, positive_g
