@@ -10,7 +10,9 @@ reported apart from run time (median of up to ``--repeats`` runs, fewer when a
 configuration exceeds ``--budget`` seconds). Scores are float32 (jax default),
 labels are passed as arguments (not baked-in constants). The dense baseline is
 the plain pairwise-sigmoid ApproxNDCG written below with the full ``[B, n, n]``
-matrix; configurations that cannot fit in memory are skipped and said so.
+matrix; configurations that cannot fit in memory are skipped and said so. The header and
+footer give the machine, the versions and the load average before and after; a row taken
+while the machine was busy is marked "noisy" (benchmarks/_machine.py, docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import statistics
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _machine  # noqa: E402
 
 SHAPES = [(256, 1000), (8, 16384), (8, 65536)]
 RANKERS = {
@@ -162,19 +166,15 @@ def main() -> None:
         print(json.dumps(worker(name, batch, n, args.repeats, args.budget)))
         return
 
-    import jax
-
     memory_gb = _total_memory_gb()
     shapes = SHAPES[:1] if args.quick else SHAPES
-    print(
-        f"jax {jax.__version__}, backend {jax.default_backend()}, {os.cpu_count()} CPUs, "
-        f"{memory_gb:.0f} GB RAM, {platform.processor() or platform.machine()}",
-        flush=True,
-    )
+    run = _machine.start()
+    print(run.header(), flush=True)
     rows, results = [], {}
     for batch, n in shapes:
         for name in RANKERS:
             reason = _skip_reason(name, batch, n, memory_gb)
+            flag = ""
             if reason is None:
                 cmd = [
                     sys.executable,
@@ -187,7 +187,9 @@ def main() -> None:
                     str(args.budget),
                 ]
                 try:
-                    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+                    with run.watch() as watch:
+                        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+                    flag = watch.flag
                     if proc.returncode == 0:
                         results[name, batch, n] = json.loads(proc.stdout.strip().splitlines()[-1])
                     else:
@@ -200,7 +202,7 @@ def main() -> None:
             else:
                 rows.append(
                     f"| {name} | [{batch}, {n}] | {r['compile_s']:.2f} | {r['run_s']:.3f} | "
-                    f"{r['runs']} | {r['peak_rss_mb']:.0f} | |"
+                    f"{r['runs']} | {r['peak_rss_mb']:.0f} | {flag} |"
                 )
             print(rows[-1], file=sys.stderr, flush=True)
     print()
@@ -230,6 +232,8 @@ def main() -> None:
                 f"- {name} at {list(shape)}: peak RSS {r['peak_rss_mb']:.0f} MB "
                 f"({verdict} the {limit // 1024} GB target)"
             )
+    print()
+    print(run.finish())
 
 
 if __name__ == "__main__":
