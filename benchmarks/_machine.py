@@ -89,6 +89,16 @@ def is_noisy(load_before: float, load_after: float | None = None, own: float = 0
     return any(math.isnan(v) or v > NOISY_LOAD for v in values)
 
 
+def settle(timeout_s: float, limit: float = NOISY_LOAD, poll_s: float = 5.0) -> float:
+    """Wait until the 1-minute load is at most ``limit`` (or ``timeout_s`` has passed), so that
+    the next measurement does not start in the wake of the previous one. Returns the seconds
+    waited."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout_s and not load()[0] <= limit:
+        time.sleep(poll_s)
+    return time.monotonic() - t0
+
+
 def machine() -> dict:
     """CPU model, logical cores (and those this process may use), RAM in GiB, OS, Python."""
     cpu = platform.processor() or platform.machine()

@@ -172,6 +172,7 @@ def _run_worker(impl: str, folder: str, k: int, args) -> dict:
         cmd += ["--block-size", str(args.block_size)]
     # Default threads for every library, as their users run them.
     env = {key: v for key, v in os.environ.items() if key not in _machine.THREAD_VARIABLES}
+    _machine.settle(args.settle)  # not in the wake of the worker before
     with _machine.Watch() as watch:
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     if proc.returncode:
@@ -188,7 +189,8 @@ def driver(args) -> None:
     print(
         f"\n{args.queries} queries x d={args.dim}; search s: median of {args.repeats} calls after the first, "
         f"median over {args.runs} process(es); peak MB: RSS peak during the search, data included; "
-        "load: 1-min load average before / after the worker\n"
+        f"load: 1-min load average before / after the worker (each worker waits up to {args.settle:.0f} s "
+        "for it to fall to 0.5 first)\n"
     )
     print(
         "| docs | k | impl | search s | first call s | x faiss | RSS with data MB | peak MB | nDCG@10 | R@100 | load | |"
@@ -273,6 +275,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1, help="timed calls per process after the first")
     parser.add_argument("--runs", type=int, default=1, help="processes per implementation")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=240.0,
+        help="seconds to wait at most, before each worker, for the load to fall to 0.5",
+    )
     parser.add_argument("--join", action="store_true", help="time join's two lookup paths instead")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--data", default=None, help=argparse.SUPPRESS)

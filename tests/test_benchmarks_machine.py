@@ -91,3 +91,12 @@ def test_peer_runs_in_a_fresh_interpreter(monkeypatch):
 
 def test_doctests():
     assert doctest.testmod(_machine).failed == 0
+
+
+def test_settle_waits_for_the_load_to_fall_and_gives_up_at_its_timeout(monkeypatch):
+    loads = iter([1.3, 0.9, 0.4, 0.2])
+    monkeypatch.setattr(_machine, "load", lambda: (next(loads), 0.0, 0.0))
+    assert _machine.settle(timeout_s=60, poll_s=0.01) >= 0.02  # two polls above 0.5
+    assert next(loads) == 0.2  # stopped at the first load at most 0.5
+    monkeypatch.setattr(_machine, "load", lambda: (3.0, 0.0, 0.0))
+    assert 0.05 <= _machine.settle(timeout_s=0.05, poll_s=0.01) < 1.0
