@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import gc
 import gzip
-import math
 import os
 import sys
 import threading
@@ -245,78 +244,56 @@ def _in_background(work: Callable[[], None]) -> None:
     threading.Thread(target=work, name="jaxrank-compile", daemon=False).start()
 
 
-_PEEK_BYTES = 1 << 20
+def _wait_for_compilations() -> None:
+    """Return once every compilation :func:`_in_background` started has finished: none
+    outlives the evaluation that started it (a guess that went unused included)."""
+    for thread in threading.enumerate():
+        if thread.name == "jaxrank-compile":
+            thread.join()
 
 
-def _peek(source) -> tuple[list[bytes], list[int], float]:
-    """The first ``_PEEK_BYTES`` (1 MiB) of a file as runs of lines of one query, in order:
-    their qids and line counts (the last count may be cut short), and the file's size over
-    the bytes read (1 for a file read to its end, 0 when the size is not known). Nothing
-    when the file cannot be read."""
+def _peek_depth(source) -> Optional[int]:
+    """How many lines the first query of a run file has (run files keep a query's lines
+    together), from its first MiB; None when that cannot be told."""
     if not isinstance(source, (str, os.PathLike)):
-        return [], [], 0.0
+        return None
     path = Path(source)
     try:
         opener = gzip.open if path.suffix == ".gz" else open
         with opener(path, "rb") as f:
-            head = f.read(_PEEK_BYTES)
-        size = 0 if path.suffix == ".gz" else path.stat().st_size
+            head = f.read(1 << 20)
     except OSError:
-        return [], [], 0.0
-    qids: list[bytes] = []
-    counts: list[int] = []
+        return None
+    count, first = 0, None
     for line in head.split(b"\n")[:-1]:
         fields = line.split(None, 1)
         if not fields or fields[0].startswith(b"#"):
             continue
-        if not qids or fields[0] != qids[-1]:
-            qids.append(fields[0])
-            counts.append(0)
-        counts[-1] += 1
-    return qids, counts, (size / len(head) if head and size else 0.0)
+        if first is None:
+            first = fields[0]
+        elif fields[0] != first:
+            return count
+        count += 1
+    return count or None
 
 
-def _guess_judged(source) -> Optional[int]:
-    """The most judgments per query a qrels file likely holds, from its first MiB: the
-    largest count there when each query's lines come together (sorted qrels), else (queries
-    interleaved) 1.5 times the mean per query seen there, scaled to the whole file."""
-    qids, counts, scale = _peek(source)
-    distinct = len(set(qids))
-    if distinct == len(qids):
-        return max(counts) if counts else None
-    return math.ceil(1.5 * sum(counts) * scale / distinct) if scale else None
-
-
-def _speculate(plan: Plan, q: Optional[Qrels], qrels_source, run_source, *, max_docs, ahead: dict) -> Optional[tuple]:
-    """Start compiling, in the background, for the batch shape the files most likely give, so
-    that compilation overlaps the parsing: the depth of the run's first query, and the
-    judgments per query of the qrels. Called before the qrels are read (``q`` None: the
-    judgments per query guessed by :func:`_guess_judged`) and again after them (the early
-    shape is kept when the qrels fit it, else compiling starts for theirs). Returns the
-    shape, or None."""
-    from jaxrank.trec.engine import _bucket, _executable, _fits, _reuse, _rows_per_call
-
-    counts = _peek(run_source)[1]
-    if not counts:
-        return None
-    depth = counts[0] if max_docs is None else min(counts[0], max_docs)
-    n = _bucket(max(depth, 1))
-    if q is None:
-        judged = _guess_judged(qrels_source)
-        if judged is None:
-            return None
-        ahead["shape"] = (_rows_per_call(1 << 30, n), n, _bucket(max(judged, 1)))
-        _executable(plan, ahead["shape"], spawn=_in_background)
-        return ahead["shape"]
+def _speculate(plan: Plan, q: Qrels, run_source, *, max_docs) -> Optional[tuple]:
+    """Start compiling, in the background, for the batch shape the run most likely gives:
+    the qrels' queries and judgments, and the depth of the run's first query. Compilation
+    then overlaps the parsing of the run. Returns the shape, or None."""
     _release_freed_memory()
-    if len(q) == 0:
+    depth = _peek_depth(run_source)
+    if depth is None or len(q) == 0:
         return None
     import numpy as np
 
-    wanted = (_rows_per_call(len(q), n), n, _bucket(max(int(np.diff(q.offsets).max()), 1)))
-    if "shape" in ahead and _fits(ahead["shape"], wanted):
-        return ahead["shape"]
-    shape = _reuse(plan, wanted, None)
+    from jaxrank.trec.engine import _bucket, _executable, _reuse, _rows_per_call
+
+    if max_docs is not None:
+        depth = min(depth, max_docs)
+    m = int(np.diff(q.offsets).max())
+    n = _bucket(max(depth, 1))
+    shape = _reuse(plan, (_rows_per_call(len(q), n), n, _bucket(max(m, 1))), None)
     _executable(plan, shape, spawn=_in_background)
     return shape
 
@@ -333,19 +310,21 @@ def _run_eval(args) -> str:
         print(f"jaxrank: no files given; evaluating the demo pair shipped with jaxrank: {qrels} {run}", file=sys.stderr)
     elif run is None:
         raise _UsageError("give both QRELS and RUN, or neither for the demo pair")
-    ahead: dict = {}
-    rep = report(
-        str(qrels),
-        str(run),
-        args.measures,
-        complete=args.complete,
-        max_docs=args.max_docs,
-        rel_level=args.rel_level,
-        judged_only=args.judged_only,
-        num_docs=args.num_docs,
-        version=args.version,
-        before_run=lambda plan, q: _speculate(plan, q, str(qrels), str(run), max_docs=args.max_docs, ahead=ahead),
-    )
+    try:
+        rep = report(
+            str(qrels),
+            str(run),
+            args.measures,
+            complete=args.complete,
+            max_docs=args.max_docs,
+            rel_level=args.rel_level,
+            judged_only=args.judged_only,
+            num_docs=args.num_docs,
+            version=args.version,
+            before_run=lambda plan, q: _speculate(plan, q, str(run), max_docs=args.max_docs),
+        )
+    finally:
+        _wait_for_compilations()
     if args.format == "json":
         return rep.to_json(args.per_query)
     if args.format == "csv":
@@ -388,17 +367,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def _finish(status: int, command: bool) -> int:
     """Flush the output; the command then ends at once, skipping the interpreter's teardown
-    of JAX and XLA objects (nothing to save), after any background compilation has finished
-    (it may still be writing the compilation cache)."""
+    of JAX and XLA objects (nothing to save); no background compilation is left by then
+    (:func:`_run_eval` waits for them, which may still be writing the compilation cache)."""
     try:
         sys.stdout.flush()
     except OSError:  # e.g. a closed pipe
         status = 1
     if not command:
         return status
-    for thread in threading.enumerate():
-        if thread.name == "jaxrank-compile":  # _in_background's compilations
-            thread.join()
     sys.stderr.flush()
     os._exit(status)
 

@@ -814,7 +814,7 @@ def test_evaluating_parts_while_reading_equals_evaluating_after(tmp_path, monkey
         path,
         measures,
         judged_only=judged_only,
-        before_run=lambda plan, q: cli._speculate(plan, q, None, path, max_docs=None, ahead={}),
+        before_run=lambda plan, q: cli._speculate(plan, q, path, max_docs=None),
     )
     assert got.to_trec(per_query=True) == want
     assert len(streamed) == 1 and (streamed[0] is None) == (deeper is not None)
@@ -839,36 +839,7 @@ def test_an_error_in_a_later_part_stops_the_stream_and_is_raised(tmp_path, monke
             qrels,
             path,
             ["all_trec"],
-            before_run=lambda plan, q: cli._speculate(plan, q, None, path, max_docs=None, ahead={}),
+            before_run=lambda plan, q: cli._speculate(plan, q, path, max_docs=None),
         )
     assert error.value.line == 801
     assert len(stopped) == 1 and stopped[0]  # slices were under way when the error came
-
-
-@pytest.mark.parametrize("more_judged_later", [False, True], ids=["qrels-fit-the-early-shape", "they-do-not"])
-def test_compiling_before_the_qrels_are_read_keeps_the_values(tmp_path, monkeypatch, more_judged_later):
-    """``jaxrank eval`` starts compiling before reading the qrels, for the judgments per query
-    of their first MiB; qrels with more judgments later get a shape of their own."""
-    from jaxrank import cli
-    from jaxrank.trec import engine
-
-    evaluate = importlib.import_module("jaxrank.trec.evaluate")
-    qrels, text = _stream_case(np.random.default_rng(2), queries=40, depth=20)
-    if more_judged_later:
-        qrels["q039"].update({f"late{i}": 1 for i in range(40)})
-    qrels_path = write(tmp_path, "q", "".join(f"{q} 0 {d} {r}\n" for q in sorted(qrels) for d, r in qrels[q].items()))
-    path = write(tmp_path, "r", text)
-    monkeypatch.setattr(files, "_PART_LINES", 50)
-    monkeypatch.setattr(_parse, "_BLOCK_BYTES", 1000)
-    monkeypatch.setattr(engine, "_CELLS_PER_CALL", 8 * 32)
-    monkeypatch.setattr(cli, "_PEEK_BYTES", 1000)  # the first queries of each file
-    shapes, ahead = [], {}
-
-    def before_run(plan, q):
-        shapes.append(cli._speculate(plan, q, qrels_path, path, max_docs=None, ahead=ahead))
-        return shapes[-1]
-
-    want = evaluate.report(qrels_path, read_run(path), ["all_trec"]).to_trec(per_query=True)
-    assert evaluate.report(qrels_path, path, ["all_trec"], before_run=before_run).to_trec(per_query=True) == want
-    assert len(shapes) == 2 and shapes[0] is not None
-    assert (shapes[1] == shapes[0]) != more_judged_later

@@ -423,16 +423,15 @@ def report(
     num_docs: int = 0,
     version: str = "10",
     queries: Optional[str] = None,
-    before_run: Optional[Callable[[Plan, Optional[trec.Qrels]], Optional[tuple]]] = None,
+    before_run: Optional[Callable[[Plan, trec.Qrels], Optional[tuple]]] = None,
 ) -> Report:
     """Evaluate and keep everything: see :func:`evaluate` for the arguments.
 
     ``before_run(plan, qrels)``, when given and the run is still to be read, is called
     before the run is read and returns a batch shape it started compiling for (or None):
-    the command line uses it to overlap compilation with reading (:mod:`jaxrank.cli`);
-    when the qrels too are still to be read, it is called once more before them, with
-    ``qrels=None``. The run's queries are then evaluated while the run is read
-    (:class:`_Stream`), unless ``complete`` or judged-only measures beside others.
+    the command line uses it to overlap compilation with reading (:mod:`jaxrank.cli`).
+    The run's queries are then evaluated while the run is read (:class:`_Stream`), unless
+    ``complete`` or judged-only measures beside others.
     """
     complete = _complete(queries, complete)
     if version not in ("9", "10"):
@@ -445,11 +444,10 @@ def report(
     for i, meas in enumerate(parsed):
         groups.setdefault(bool(judged_only or meas.judged_only), []).append(i)
     plans = {jo: dataclasses.replace(plan, measures=tuple(parsed[i] for i in idx)) for jo, idx in groups.items()}
-    ahead = before_run is not None and not isinstance(run, trec.Run)
-    if ahead and not isinstance(qrels, trec.Qrels):
-        before_run(next(iter(plans.values())), None)
     q = qrels if isinstance(qrels, trec.Qrels) else trec.read_qrels(qrels)
-    guess = before_run(next(iter(plans.values())), q) if ahead else None
+    guess = None
+    if before_run is not None and not isinstance(run, trec.Run):
+        guess = before_run(next(iter(plans.values())), q)
     streamed = None
     if isinstance(run, (str, os.PathLike)):
         # read a part of the run at a time (trec.read_run's result, never all of it at once),
