@@ -176,3 +176,26 @@ def test_case_and_separator_variants_are_accepted_where_unambiguous(capsys, file
         == (0, run_cli(capsys, *canonical, q, r)[1])
     )
     assert "nDCG@2" in run_cli(capsys, "-m", "ndcg@2", q, r)[1]
+
+
+def test_no_background_compilation_outlives_the_evaluation(capsys, files, monkeypatch):
+    """The compilation started for the guessed shape is waited for before ``main`` returns,
+    even when the run does not use it (a later query deeper than the first): a compilation
+    left running beside the caller's later work crashed XLA's compiler (docs/bench_trec.md)."""
+    import threading
+    import time
+
+    from jaxrank import cli
+
+    started = []
+
+    def late(work):  # the guessed shape's compilation, still under way when the run is read
+        started.append(work)
+        threading.Thread(target=lambda: (time.sleep(1.5), work()), name="jaxrank-compile").start()
+
+    monkeypatch.setattr(cli, "_in_background", late)
+    run = "q1 Q0 d1 1 0.9 t\n" + "".join(f"q2 Q0 e{i} {i} {1 - i / 100} t\n" for i in range(40))
+    status, out, err = run_cli(capsys, "-m", "ndcg_cut.13", "-m", "P.7", *files("q1 0 d1 1\nq2 0 e3 1\n", run))
+    assert (status, err) == (0, "") and "ndcg_cut_13" in out
+    assert len(started) == 1
+    assert not [t for t in threading.enumerate() if t.name == "jaxrank-compile"]
