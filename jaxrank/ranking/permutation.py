@@ -71,6 +71,18 @@ class PermutationRanks(Ranks):
         return reduce_positions(ps * _exclusive_cumprod(1 - ps), f(self._positions()))
 
 
+def _symmetric_abs(x: jax.Array) -> jax.Array:
+    """``|x|`` with derivative ``sign(x)``: 0 at ``x = 0``, the mean of the two one-sided
+    derivatives, where ``jnp.abs`` takes +1.
+
+    NeuralSort's ``sum_k |s_j - s_k|`` is symmetric in each pair; with +1 at a tie, every
+    ``|s_j - s_k|`` grows with both ``s_j`` and ``s_k``, and at tied scores the gradient of a
+    metric points away from the better ranking (a model whose scores start equal, such as
+    one with a zero-initialised last layer, trains backwards).
+    """
+    return x * lax.stop_gradient(jnp.sign(x))
+
+
 def _permutation_from_logits(logits: jax.Array, valid: jax.Array, sinkhorn: int) -> jax.Array:
     """Row softmax of ``logits[..., position, item]`` over the valid block, then
     ``sinkhorn`` alternations of column and row normalisation (log space)."""
@@ -118,7 +130,7 @@ class NeuralSortRanker(_PermutationRanker):
         m = jnp.sum(valid, axis=-1, keepdims=True).astype(s.dtype)
         # the k = j term is 0: kept out of abs's kink, as in softsort
         others = valid[..., None, :] & ~jnp.eye(n, dtype=bool)
-        spread = jnp.sum(jnp.where(others, jnp.abs(s[..., :, None] - s[..., None, :]), 0), -1)
+        spread = jnp.sum(jnp.where(others, _symmetric_abs(s[..., :, None] - s[..., None, :]), 0), -1)
         coef = m + 1 - 2 * jnp.arange(1, n + 1, dtype=s.dtype)  # [..., n] per position
         return coef[..., :, None] * s[..., None, :] - spread[..., None, :]
 

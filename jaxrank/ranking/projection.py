@@ -230,7 +230,7 @@ class SoftRanks(PointRanks):
 class SoftRanker:
     """Permutahedron-projection soft ranks; see :func:`softrank`."""
 
-    strength: float = 3.0
+    strength: float = 0.3
     regularization: str = "l2"
     cutoff_temperature: Optional[float] = None
     units: str = "bounded"
@@ -255,7 +255,7 @@ class SoftRanker:
 
 
 def softrank(
-    strength: float = 3.0,
+    strength: float = 0.3,
     regularization: str = "l2",
     *,
     cutoff_temperature: Optional[float] = None,
@@ -281,7 +281,7 @@ def softrank(
       strength: :math:`\\varepsilon > 0`, in the units of the scores, kept within
         :func:`~jaxrank.ranking.bounded_temperature`'s band of each list's spread
         (``units="bounded"``), or a fraction of the list's spread (``units="std"``), or in score
-        units (``units="score"``). The default, 3, was measured (docs/soft.md).
+        units (``units="score"``). The default, 0.3, was measured (docs/soft.md).
       regularization: ``"l2"`` (Euclidean projection) or ``"kl"`` (entropic).
       cutoff_temperature: :math:`\\tau` of the soft cutoff (in rank positions, before
         :meth:`~PointRanks.cutoff_width` widens it); default ``strength``.
