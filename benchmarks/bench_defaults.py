@@ -31,6 +31,7 @@ import platform
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 import jax
 import jax.numpy as jnp
@@ -56,6 +57,7 @@ DEFAULT_RANKERS = (
     'softsort(1.0, units="score")',
     'approx(1.0, units="std")',
 )
+CV_RANKERS = ("default", "approx()", "softrank()", "neuralsort()", "softsort()")
 
 
 def make_ranker(expression: str):
@@ -69,9 +71,13 @@ def make_ranker(expression: str):
         raise SystemExit(f"--rankers: cannot build {expression!r}: {error}") from None
 
 
-def plain_train(ranker, data, seeds, *, hidden: int, lr: float, steps: int, eval_split) -> tuple[np.ndarray, float]:
-    """Test (or validation) nDCG@10 of one plain model per seed, ``[seeds]``, and the mean
-    standard deviation of the trained models' scores over the training lists."""
+def plain_train(
+    ranker, data, seeds, *, hidden: int, lr: float, steps: int, eval_split, init_std: Optional[float] = None
+) -> tuple[np.ndarray, float, np.ndarray]:
+    """Test (or validation) nDCG@10 of one plain model per seed, ``[seeds]``, the mean
+    standard deviation of the trained models' scores over the training lists, and each
+    evaluated query's nDCG@10 (mean over the seeds). ``init_std``: weights drawn from
+    N(0, init_std^2) instead of He's initialisation."""
     # the MLP sees the valid documents only (45% of the padded [Q, n] slots on this data)
     slots = np.nonzero(data.train.where)
     x = jnp.asarray(data.train.x[slots])
@@ -87,6 +93,8 @@ def plain_train(ranker, data, seeds, *, hidden: int, lr: float, steps: int, eval
 
     def one(seed):
         params = train_ltr.init_mlp(jax.random.PRNGKey(seed), sizes)
+        if init_std is not None:
+            params = [(w * (init_std / math.sqrt(2.0 / w.shape[0])), b) for w, b in params]  # He's N(0, 2/d) rescaled
 
         def step(carry, _):
             params, state = carry
@@ -111,6 +119,78 @@ def per_query(params, split) -> np.ndarray:
         return jaxrank.ndcg(scores, split.y, k=10, where=split.where, ranker=jaxrank.hard("expected"))
 
     return np.asarray(jnp.mean(jax.vmap(one)(params), axis=0))
+
+
+RECIPES = {
+    # bench_defaults' plain recipe: quantile-transformed features, 256 hidden units, He init
+    "quantile": dict(transform="quantile", hidden=256, init_std=None),
+    # the second plain recipe of issue 26: standardised features, 64 hidden units, N(0, 0.05^2)
+    "standard": dict(transform="standard", hidden=64, init_std=0.05),
+}
+
+
+def difference(values, reference) -> str:
+    """``values - reference`` over the same queries: the mean, its 95% bootstrap interval
+    (percentile, 10,000 resamples) and the two-sided randomization test's p-value."""
+    diff = jnp.asarray(values - reference)
+    low, high = jaxrank.stats.bootstrap_ci(diff, key=jax.random.key(0))
+    _, pvalue = jaxrank.stats.randomization_test(values, reference, key=jax.random.key(1))
+    return f"{float(jnp.mean(diff)):+.4f} [{float(low):+.4f}, {float(high):+.4f}] p {float(pvalue):.3f}"
+
+
+def cross_validate(args, seeds) -> None:
+    """``--cv F``: every query judges. The 251 queries of rank.train + rank.test are cut into
+    ``F`` folds (``--fold-seed``); each ranker (and LightGBM) is trained on ``F - 1`` folds and
+    scores each query of the held-out one (nDCG@10, mean over the model seeds); per ranker the
+    mean over every query and its paired difference to LightGBM and to ``approx()``. With
+    ``--valid-fraction`` the held-out fold judges nothing: each fold's training queries lose
+    that fraction to a validation split, and the validation queries of every fold are scored
+    instead (how settings are chosen)."""
+    nested = args.valid_fraction > 0
+    recipes = list(RECIPES) if args.recipe == "both" else [args.recipe]
+    split = dict(
+        folds=args.cv, fold_seed=args.fold_seed, valid_fraction=args.valid_fraction, split_seed=args.split_seed
+    )
+    results: dict = {r: {e: [] for e in args.rankers} for r in recipes}
+    lightgbm = []
+    for fold in range(args.cv):
+        for recipe in recipes:
+            cfg = RECIPES[recipe]
+            data = train_ltr.load_fold(args.data, fold=fold, transform=cfg["transform"], **split)
+            judged = data.valid if nested else data.test
+            for expression in args.rankers:
+                _, _, queries = plain_train(
+                    make_ranker(expression),
+                    data,
+                    seeds,
+                    hidden=cfg["hidden"],
+                    lr=args.lr,
+                    steps=args.steps,
+                    eval_split=judged,
+                    init_std=cfg["init_std"],
+                )
+                results[recipe][expression].append(queries)
+                print(f"fold {fold} {recipe} {expression}: {np.mean(queries):.4f}", file=sys.stderr)
+        if not args.no_lightgbm:
+            tr, va, te = train_ltr.load_fold(args.data, fold=fold, raw=True, **split)
+            target = va if nested else te
+            lightgbm.append(np.mean([train_ltr.lightgbm_per_query(tr, target, s)[:, -1] for s in seeds], axis=0))
+    gbm = np.concatenate(lightgbm) if lightgbm else None
+    judged = "validation queries of every fold" if nested else "every query, held out"
+    for recipe in recipes:
+        per_ranker = {e: np.concatenate(v) for e, v in results[recipe].items()}
+        reference = per_ranker.get("approx()")
+        print(f"\nrecipe `{recipe}` ({RECIPES[recipe]}), {args.cv}-fold, {judged}:")
+        print("| ranker | nDCG@10 | - LightGBM [95% CI] randomization p | - `approx()` [95% CI] p |")
+        print("|---|---|---|---|")
+        for e, v in per_ranker.items():
+            vs_gbm = "" if gbm is None else difference(v, gbm)
+            vs_approx = "" if reference is None or e == "approx()" else difference(v, reference)
+            name = f"metric_loss default ({losses.metric_loss.__kwdefaults__['ranker']!r})" if e == "default" else e
+            print(f"| `{name}` | {np.mean(v):.4f} | {vs_gbm} | {vs_approx} |")
+        if gbm is not None:
+            print(f"| LightGBM LambdaRank (train_ltr.LIGHTGBM_PARAMS) | {np.mean(gbm):.4f} | | |")
+        print(f"({len(next(iter(per_ranker.values())))} judged queries)")
 
 
 def paired(rows) -> None:
@@ -149,6 +229,9 @@ def main(argv=None) -> None:
     p.add_argument("--no-lightgbm", action="store_true")
     p.add_argument("--paired", action="store_true", help="compare each ranker with the first, query by query")
     p.add_argument("--data", default=str(train_ltr.DEFAULT_DATA))
+    p.add_argument("--cv", type=int, default=0, help="F: F-fold cross-validation over every query (both splits pooled)")
+    p.add_argument("--fold-seed", type=int, default=0, help="how --cv shuffles the queries into folds")
+    p.add_argument("--recipe", choices=[*RECIPES, "both"], default="both", help="--cv: which plain recipe(s)")
     args = p.parse_args(argv)
 
     if args.band is not None:
@@ -156,6 +239,17 @@ def main(argv=None) -> None:
     load_before = os.getloadavg()[0]
     start = time.perf_counter()
     seeds = list(range(args.seeds))
+    if args.cv:
+        if args.rankers == list(DEFAULT_RANKERS):
+            args.rankers = list(CV_RANKERS)
+        cross_validate(args, seeds)
+        print(
+            f"\n{args.steps} full-batch Adam steps, lr {args.lr}, seeds {seeds}, fold seed {args.fold_seed}; "
+            f"jax {jax.__version__}, {jax.default_backend()}, {os.cpu_count()} CPUs, {platform.machine()}; "
+            f"load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after; "
+            f"{math.ceil(time.perf_counter() - start)} s"
+        )
+        return
     data = train_ltr.load_lambdarank(args.data, valid_fraction=args.valid_fraction, split_seed=args.split_seed)
     eval_split = data.valid if args.valid_fraction > 0 else data.test
     rows = []

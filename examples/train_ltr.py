@@ -59,7 +59,7 @@ try:
 except ImportError:  # run from a checkout without `pip install -e .`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     import jaxrank
-from jaxrank.datasets import pad_queries, read_svmlight
+from jaxrank.datasets import SvmlightData, pad_queries, read_svmlight
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "lambdarank"
 CUTOFFS = (1, 5, 10)
@@ -121,15 +121,65 @@ def load_lambdarank(
     data_dir = Path(data_dir)
     train = read_svmlight(data_dir / "rank.train", data_dir / "rank.train.query")
     test = read_svmlight(data_dir / "rank.test", data_dir / "rank.test.query", num_features=train.features.shape[1])
-    q = train.group_sizes.size
-    order = np.random.default_rng(split_seed).permutation(q)
-    n_valid = int(round(valid_fraction * q))
-    train_idx, valid_idx = np.sort(order[n_valid:]), np.sort(order[:n_valid])
-    tr = _split(train, train_idx)
-    va = _split(train, valid_idx) if n_valid else None
+    tr, va = _hold_out(train, np.arange(train.group_sizes.size), valid_fraction, split_seed)
     te = (test.features, test.labels, test.group_sizes)
-    if raw:
-        return tr, va, te
+    return (tr, va, te) if raw else _prepare(tr, va, te, transform)
+
+
+def load_fold(
+    data_dir=DEFAULT_DATA,
+    *,
+    folds: int = 5,
+    fold: int = 0,
+    fold_seed: int = 0,
+    valid_fraction: float = 0.0,
+    split_seed: int = 0,
+    transform: str = "quantile",
+    raw: bool = False,
+):
+    """One fold of cross-validation over every query of the data set (``rank.train`` and
+    ``rank.test`` pooled: 251 queries).
+
+    The pooled queries are shuffled (``fold_seed``) and cut into ``folds`` parts of equal
+    size (within one query); part ``fold`` is ``test``, the others are ``train``. With
+    ``valid_fraction > 0`` a random part of those training queries (``split_seed``) is
+    ``valid`` instead (a nested split: settings are chosen on it, never on ``test``).
+    Features are transformed as in :func:`load_lambdarank`, with statistics of the
+    training documents of the fold. ``raw=True``: the flat splits, for LightGBM.
+    """
+    if not 0 <= fold < folds:
+        raise ValueError(f"fold must be in [0, {folds}), got {fold}")
+    pool = _pooled(Path(data_dir))
+    order = np.random.default_rng(fold_seed).permutation(pool.group_sizes.size)
+    held_out = np.sort(np.array_split(order, folds)[fold])
+    tr, va = _hold_out(pool, np.setdiff1d(order, held_out), valid_fraction, split_seed)
+    te = _split(pool, held_out)
+    return (tr, va, te) if raw else _prepare(tr, va, te, transform)
+
+
+def _pooled(data_dir: Path) -> SvmlightData:
+    """rank.train's queries followed by rank.test's."""
+    train = read_svmlight(data_dir / "rank.train", data_dir / "rank.train.query")
+    test = read_svmlight(data_dir / "rank.test", data_dir / "rank.test.query", num_features=train.features.shape[1])
+    return SvmlightData(
+        np.concatenate([train.features, test.features]),
+        np.concatenate([train.labels, test.labels]),
+        np.concatenate([train.group_sizes, test.group_sizes]),
+        None,
+    )
+
+
+def _hold_out(data, queries: np.ndarray, fraction: float, seed: int):
+    """``queries`` of ``data`` split into (train, valid): a random ``fraction`` (``seed``) is
+    valid, ``None`` when the fraction rounds to no query."""
+    order = np.random.default_rng(seed).permutation(queries.size)
+    n_valid = int(round(fraction * queries.size))
+    train_idx, valid_idx = np.sort(queries[order[n_valid:]]), np.sort(queries[order[:n_valid]])
+    return _split(data, train_idx), (_split(data, valid_idx) if n_valid else None)
+
+
+def _prepare(tr, va, te, transform: str) -> LTRData:
+    """Padded splits with features transformed by statistics of the training documents."""
     if transform == "quantile":
         # Empirical CDF of each feature over the training documents (mid-rank of ties).
         columns = np.sort(tr[0], 0)
@@ -587,24 +637,32 @@ def run_lightgbm(
     Evaluated on test, or on the validation split when ``valid_fraction > 0``.
     ``bagging=False`` sets ``subsample=1.0`` (no row sampling, seed-independent).
     """
+    tr, va, te = load_lambdarank(data_dir, valid_fraction=valid_fraction, split_seed=split_seed, raw=True)
+    target = va if valid_fraction > 0 else te
+    per_query = lightgbm_per_query(tr, target, seed, bagging=bagging, n_estimators=n_estimators)
+    return np.asarray(jaxrank.aggregate(per_query))
+
+
+def lightgbm_per_query(
+    train_split, target, seed: int, *, bagging: bool = True, n_estimators: Optional[int] = None
+) -> np.ndarray:
+    """LightGBM's LambdaRank (``LIGHTGBM_PARAMS``) fitted on the flat ``train_split``
+    ``(features, labels, group_sizes)``; exact nDCG@(1, 5, 10) of each query of ``target``
+    (flat too), ``[Q, 3]``, by jaxrank with ``hard("expected")``."""
     import lightgbm
 
-    tr, va, te = load_lambdarank(data_dir, valid_fraction=valid_fraction, split_seed=split_seed, raw=True)
     params = dict(LIGHTGBM_PARAMS, random_state=seed, n_jobs=1, verbose=-1)
     if not bagging:
         params.update(subsample=1.0, subsample_freq=0)
     if n_estimators is not None:
         params["n_estimators"] = n_estimators
     model = lightgbm.LGBMRanker(**params)
-    model.fit(tr[0], tr[1].astype(np.int32), group=tr[2])
-    target = va if valid_fraction > 0 else te
+    model.fit(train_split[0], train_split[1].astype(np.int32), group=train_split[2])
     features, labels, sizes = target
     x, y, where = pad_queries(features, labels, sizes)
-    scores = model.predict(features)
     padded = np.zeros(where.shape, np.float32)
-    padded[where] = scores
-    per_query = jaxrank.ndcg(padded, y, k=CUTOFFS, where=where, ranker=jaxrank.hard("expected"))
-    return np.asarray(jaxrank.aggregate(per_query))
+    padded[where] = model.predict(features)
+    return np.asarray(jaxrank.ndcg(padded, y, k=CUTOFFS, where=where, ranker=jaxrank.hard("expected")))
 
 
 # -------------------------------------------------------------------------- driver
