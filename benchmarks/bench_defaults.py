@@ -60,19 +60,30 @@ DEFAULT_RANKERS = (
 CV_RANKERS = ("default", "approx()", "softrank()", "neuralsort()", "softsort()")
 
 
-def make_ranker(expression: str):
-    """``"approx(0.1)"`` -> ``jaxrank.approx(0.1)``; ``"default"`` -> None (metric_loss's own)."""
-    if expression == "default":
-        return None
+def make_objective(expression: str):
+    """The per-list training loss an expression names, ``(scores, labels, where) -> [Q]``.
+
+    ``"default"``: ``metric_loss`` with no ranker (its own default). An expression that gives
+    a ranker (``"approx(0.1)"``): ``metric_loss`` with that ranker. One that gives another
+    callable is the loss itself, over the names of ``jaxrank.losses`` and the rankers
+    (``"lambda s, y, w: softmax_cross_entropy(s, y, where=w)"``). ``metric_loss`` always
+    gets the recipe's ``gain="exp"``.
+    """
     names = {n: getattr(jaxrank, n) for n in ("approx", "softrank", "neuralsort", "softsort", "gumbel", "hard")}
+    names.update({n: getattr(losses, n) for n in losses.__all__})
+    if expression == "default":
+        return lambda s, y, w: losses.metric_loss(s, y, where=w, gain="exp")
     try:
-        return eval(expression, {"__builtins__": {}}, names)  # a benchmark's own command line
+        built = eval(expression, {"__builtins__": {}}, names)  # a benchmark's own command line
     except Exception as error:
         raise SystemExit(f"--rankers: cannot build {expression!r}: {error}") from None
+    if isinstance(built, jaxrank.ranking.Ranker):
+        return lambda s, y, w: losses.metric_loss(s, y, where=w, gain="exp", ranker=built)
+    return built
 
 
 def plain_train(
-    ranker, data, seeds, *, hidden: int, lr: float, steps: int, eval_split, init_std: Optional[float] = None
+    objective_fn, data, seeds, *, hidden: int, lr: float, steps: int, eval_split, init_std: Optional[float] = None
 ) -> tuple[np.ndarray, float, np.ndarray]:
     """Test (or validation) nDCG@10 of one plain model per seed, ``[seeds]``, the mean
     standard deviation of the trained models' scores over the training lists, and each
@@ -85,11 +96,10 @@ def plain_train(
     where = jnp.asarray(data.train.where)
     sizes = (x.shape[-1], hidden, 1)
     optimizer = optax.adam(lr)
-    kw = {} if ranker is None else {"ranker": ranker}
 
     def objective(params):
         scores = jnp.zeros(where.shape, jnp.float32).at[slots].set(train_ltr.mlp(params, x))
-        return jnp.mean(losses.metric_loss(scores, y, where=where, gain="exp", **kw))
+        return jnp.mean(objective_fn(scores, y, where))
 
     def one(seed):
         params = train_ltr.init_mlp(jax.random.PRNGKey(seed), sizes)
@@ -160,7 +170,7 @@ def cross_validate(args, seeds) -> None:
             judged = data.valid if nested else data.test
             for expression in args.rankers:
                 _, _, queries = plain_train(
-                    make_ranker(expression),
+                    make_objective(expression),
                     data,
                     seeds,
                     hidden=cfg["hidden"],
@@ -254,11 +264,20 @@ def main(argv=None) -> None:
     eval_split = data.valid if args.valid_fraction > 0 else data.test
     rows = []
     for expression in args.rankers:
-        ranker = make_ranker(expression)
         got, spread, queries = plain_train(
-            ranker, data, seeds, hidden=args.hidden, lr=args.lr, steps=args.steps, eval_split=eval_split
+            make_objective(expression),
+            data,
+            seeds,
+            hidden=args.hidden,
+            lr=args.lr,
+            steps=args.steps,
+            eval_split=eval_split,
         )
-        shown = f"metric_loss default ({losses.metric_loss.__kwdefaults__['ranker']!r})" if ranker is None else None
+        shown = (
+            f"metric_loss default ({losses.metric_loss.__kwdefaults__['ranker']!r})"
+            if expression == "default"
+            else None
+        )
         rows.append((shown or expression, got, spread, queries))
         print(f"{rows[-1][0]}: {np.mean(got):.4f} {np.round(got, 4).tolist()} score std {spread:.3g}", file=sys.stderr)
     if not args.no_lightgbm:
