@@ -74,7 +74,7 @@ def make_objective(expression: str):
     if expression == "default":
         return lambda s, y, w: losses.metric_loss(s, y, where=w, gain="exp")
     try:
-        built = eval(expression, {"__builtins__": {}}, names)  # a benchmark's own command line
+        built = eval(expression, {"__builtins__": {}, **names})  # globals: a lambda reads its names there
     except Exception as error:
         raise SystemExit(f"--rankers: cannot build {expression!r}: {error}") from None
     if isinstance(built, jaxrank.ranking.Ranker):
