@@ -17,6 +17,14 @@ them are jittable and vmappable; each agrees with its reference:
 Sorting (average ranks of the absolute differences, order statistics, sorted p-values)
 goes through the ranking primitive, :func:`jaxrank.hard`.
 
+Precision: called on concrete values (NumPy arrays, lists, JAX arrays outside a
+transformation), every function computes in float64 whatever ``jax_enable_x64`` says and
+returns NumPy float64 arrays, with scipy's digits (to 1e-9): per-query values rounded to
+float32 would shift p-values in the fifth digit and make or break Wilcoxon's ties. Under
+``jit``, ``vmap`` or ``grad`` (traced inputs) the computation keeps the traced dtype,
+float32 unless x64 is on, and returns traced arrays; docs/compare.md gives what float32
+costs, measured.
+
 Bad input raises a ``ValueError`` naming the argument: different shapes, fewer than two
 queries (when ``where`` is a concrete array, rows with fewer than two queries in common
 raise too; under ``jit`` such rows give NaN), ``n_resamples <= 0``, an unknown
@@ -25,8 +33,11 @@ raise too; under ``jit`` such rows give NaN), ``n_resamples <= 0``, an unknown
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
-from typing import Literal, Optional
+from collections.abc import Callable
+from typing import Literal, Optional, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -51,6 +62,53 @@ WILCOXON_EXACT_MAX = 50
 WILCOXON_PERMUTATION_MAX = 13
 _EXPECTED = hard("expected")
 _STABLE = hard("stable")
+_F = TypeVar("_F", bound=Callable)
+
+
+# Precision ------------------------------------------------------------------------------
+def _tracing(args) -> bool:
+    """Whether JAX is tracing this call: an argument is a Tracer (``jit``, ``vmap``,
+    ``grad`` of the inputs), or a transformation is being traced around constant
+    arguments (its jaxpr keeps the ambient dtype, so x64 must not be switched on inside)."""
+    if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(args)):
+        return True
+    try:
+        from jax._src.core import trace_state_clean  # no public equivalent (jax 0.10)
+    except ImportError:  # pragma: no cover - a later JAX: judge by the arguments alone
+        return False
+    return not trace_state_clean()
+
+
+def _as_float64(v):
+    """``v`` as a JAX array; floating values in float64 (call with x64 on)."""
+    a = jnp.asarray(v)
+    return a.astype(jnp.float64) if jnp.issubdtype(a.dtype, jnp.floating) else a
+
+
+def _float64_when_concrete(*values: str) -> Callable[[_F], _F]:
+    """Run the decorated test in float64 when its call is not traced: the arguments named
+    ``values`` become float64, the body runs under ``jax.enable_x64``, and the results come
+    back as NumPy float64 arrays. So the one implementation gives scipy's digits eagerly
+    and the traced dtype under ``jit``. NumPy, not JAX arrays: a float64 JAX array in a
+    process with x64 off makes every later ``jnp`` operation on it warn."""
+
+    def wrap(fn: _F) -> _F:
+        signature = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            if _tracing((args, kwargs)):
+                return fn(*args, **kwargs)
+            with jax.enable_x64(True):
+                bound = signature.bind(*args, **kwargs)
+                for name in values:
+                    if bound.arguments.get(name) is not None:
+                        bound.arguments[name] = _as_float64(bound.arguments[name])
+                return jax.device_get(fn(*bound.args, **bound.kwargs))
+
+        return run  # type: ignore[return-value]
+
+    return wrap
 
 
 # Input ----------------------------------------------------------------------------------
@@ -115,6 +173,7 @@ def _pvalue(lower: Array, upper: Array, alternative: str) -> Array:
 
 
 # Tests ----------------------------------------------------------------------------------
+@_float64_when_concrete("x", "y")
 def paired_ttest(x, y, *, alternative: Alternative = "two-sided", where=None) -> tuple[Array, Array]:
     """Paired t-test of the mean difference (``scipy.stats.ttest_rel``).
 
@@ -195,6 +254,7 @@ def _signed_rank_counts(doubled: Array) -> Array:
     return jax.vmap(one)(flat).reshape(doubled.shape[:-1] + (size,))
 
 
+@_float64_when_concrete("x", "y")
 def wilcoxon(x, y, *, alternative: Alternative = "two-sided", where=None) -> tuple[Array, Array]:
     """Wilcoxon signed-rank test (``scipy.stats.wilcoxon`` with its defaults).
 
@@ -268,6 +328,7 @@ def _binom_cdf(k: Array, n: Array) -> Array:
     return jnp.where(k >= n, 1.0, betainc(jnp.maximum(n - k, 1e-300), k + 1, 0.5))
 
 
+@_float64_when_concrete("x", "y")
 def sign_test(x, y, *, where=None) -> Array:
     """Two-sided sign test: ``scipy.stats.binomtest(k, m, 0.5)`` with ``k`` the queries
     where ``x > y`` among the ``m`` where they differ.
@@ -309,6 +370,7 @@ def _sign_patterns(k: int, dtype) -> Array:
     return jnp.asarray(1 - 2 * bits, dtype)
 
 
+@_float64_when_concrete("x", "y")
 def randomization_test(
     x,
     y,
@@ -438,6 +500,7 @@ def _bootstrap_means(x: Array, valid: Array, n: Array, n_resamples: int, key: Ar
     return jnp.moveaxis(means, 0, 1).reshape(rows, chunks * batch)[:, :n_resamples]
 
 
+@_float64_when_concrete("x")
 def bootstrap_ci(
     x,
     *,
@@ -508,6 +571,7 @@ def bootstrap_ci(
 
 
 # Multiple comparisons -------------------------------------------------------------------
+@_float64_when_concrete("pvalues")
 def multipletests(pvalues, method: Literal["bonferroni", "holm", "fdr_bh"] = "holm", *, where=None) -> Array:
     """Adjusted p-values for the ``m`` tests along the last axis (statsmodels'
     ``multipletests(pvalues, method=...)[1]``).

@@ -1,5 +1,7 @@
 """jaxrank.stats against scipy.stats and statsmodels."""
 
+import warnings
+
 import jax
 import numpy as np
 import pytest
@@ -191,3 +193,88 @@ def test_rows_sharded_over_8_devices():
         """
     )
     assert "same" in out
+
+
+# Precision: concrete calls compute in float64 whatever jax_enable_x64 says ------------------
+def _tenths(n, seed):
+    """Per-query values of a cutoff-10 measure: multiples of 0.1, whose float64 differences
+    (0.3 - 0.1 != 0.5 - 0.3) scipy ranks apart and whose float32 roundings may tie."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 11, n) / 10, rng.integers(0, 11, n) / 10
+
+
+@pytest.fixture
+def x64_off():
+    """JAX's default setting (the suite turns x64 on in conftest.py)."""
+    with jax.enable_x64(False):
+        assert not jax.config.jax_enable_x64
+        yield
+
+
+@pytest.mark.parametrize("values", ["tenths", "continuous"])
+def test_concrete_inputs_give_scipy_digits_with_x64_off(x64_off, values):
+    x, y = _tenths(50, seed=1) if values == "tenths" else _pair(50, "continuous", seed=2)
+    t, p = stats.paired_ttest(x, y)
+    ref = st.ttest_rel(x, y)
+    assert isinstance(p, np.ndarray) and p.dtype == np.float64  # NumPy: no x64 warnings downstream
+    np.testing.assert_allclose([t, p], [ref.statistic, ref.pvalue], rtol=1e-9)
+    w, p = stats.wilcoxon(x, y)
+    ref = st.wilcoxon(x, y)
+    np.testing.assert_allclose([w, p], [ref.statistic, ref.pvalue], rtol=1e-9)
+    k, m = int((x > y).sum()), int((x != y).sum())
+    np.testing.assert_allclose(stats.sign_test(x, y), st.binomtest(k, m).pvalue, rtol=1e-9)
+    ps = np.array([ref.pvalue, 0.01, 0.04, 0.2])
+    np.testing.assert_allclose(stats.multipletests(ps, "holm"), sm_multipletests(ps, method="holm")[1], rtol=1e-9)
+    d, p = stats.randomization_test(x[:12], y[:12])  # exact: every sign assignment
+    ref = st.permutation_test((x[:12], y[:12]), _mean_diff, permutation_type="samples")
+    np.testing.assert_allclose([d, p], [ref.statistic, ref.pvalue], rtol=1e-9)
+
+
+def test_float32_inputs_are_widened_and_monte_carlo_ignores_the_x64_setting():
+    """Concrete float32 input computes in float64 too, and the Monte Carlo tests draw the
+    same resamples with x64 off as on (the draws depend on the dtype)."""
+    x, y = _tenths(50, seed=3)
+    key = jax.random.key(4)
+    on = stats.randomization_test(x, y, key=key, n_resamples=2000), stats.bootstrap_ci(x, key=key, n_resamples=2000)
+    with jax.enable_x64(False):
+        off = (
+            stats.randomization_test(x, y, key=key, n_resamples=2000),
+            stats.bootstrap_ci(x, key=key, n_resamples=2000),
+        )
+        assert stats.paired_ttest(x.astype(np.float32), y.astype(np.float32))[1].dtype == np.float64
+    for a, b in zip(jax.tree.leaves(on), jax.tree.leaves(off)):
+        assert b.dtype == np.float64
+        np.testing.assert_array_equal(a, b)
+
+
+def test_traced_calls_keep_the_traced_dtype(x64_off):
+    """Under jit, vmap, or jit around constant inputs, float32 stays float32 (x64 is never
+    switched on inside a trace: no float64 warning, no float64 in the program)."""
+    x, y = _tenths(20, seed=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        outs = [
+            jax.jit(stats.paired_ttest)(x, y),
+            jax.vmap(stats.sign_test)(x[None], y[None]),
+            jax.jit(lambda: stats.wilcoxon(x, y))(),
+            jax.jit(lambda p: stats.multipletests(p))(jax.numpy.asarray([0.1, 0.2])),
+        ]
+    assert {leaf.dtype for leaf in jax.tree.leaves(outs)} == {np.dtype(np.float32)}
+
+
+def test_a_fresh_process_with_x64_off_gives_scipy_digits():
+    """The user's setting, not the suite's: JAX's default (x64 off) in a new interpreter,
+    float64 NumPy arrays in, scipy's digits out."""
+    x, y = _tenths(50, seed=6)
+    out = run_with_host_devices(
+        f"""
+        import jax, numpy as np
+        assert not jax.config.jax_enable_x64
+        from jaxrank import stats
+        x, y = np.array({x.tolist()}), np.array({y.tolist()})
+        print(repr([float(v) for v in (*stats.paired_ttest(x, y), *stats.wilcoxon(x, y))]))
+        """,
+        devices=1,
+    )
+    t, w = st.ttest_rel(x, y), st.wilcoxon(x, y)
+    np.testing.assert_allclose(eval(out), [t.statistic, t.pvalue, w.statistic, w.pvalue], rtol=1e-9)
