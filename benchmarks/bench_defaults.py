@@ -25,6 +25,7 @@ queries choose nothing)::
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import os
 import platform
@@ -72,14 +73,28 @@ def make_objective(expression: str):
     names = {n: getattr(jaxrank, n) for n in ("approx", "softrank", "neuralsort", "softsort", "gumbel", "hard")}
     names.update({n: getattr(losses, n) for n in losses.__all__})
     if expression == "default":
-        return lambda s, y, w: losses.metric_loss(s, y, where=w, gain="exp")
+        return functools.partial(_ranker_objective, ranker=losses.metric_loss.__kwdefaults__["ranker"])
     try:
         built = eval(expression, {"__builtins__": {}, **names})  # globals: a lambda reads its names there
     except Exception as error:
         raise SystemExit(f"--rankers: cannot build {expression!r}: {error}") from None
     if isinstance(built, jaxrank.ranking.Ranker):
-        return lambda s, y, w: losses.metric_loss(s, y, where=w, gain="exp", ranker=built)
+        return functools.partial(_ranker_objective, ranker=built)
     return built
+
+
+def _ranker_objective(scores, labels, where, *, ranker):
+    return losses.metric_loss(scores, labels, where=where, gain="exp", ranker=ranker)
+
+
+def training_key(expression: str) -> str:
+    """What an expression trains, for reuse: ``default`` and the ranker it equals
+    (``approx()`` while that is ``metric_loss``'s default) train the same model."""
+    if expression == "default":
+        return repr(losses.metric_loss.__kwdefaults__["ranker"])
+    built = make_objective(expression)
+    ranker = getattr(built, "keywords", {}).get("ranker")
+    return repr(ranker) if ranker is not None else expression
 
 
 def plain_train(
@@ -168,7 +183,12 @@ def cross_validate(args, seeds) -> None:
             cfg = RECIPES[recipe]
             data = train_ltr.load_fold(args.data, fold=fold, transform=cfg["transform"], **split)
             judged = data.valid if nested else data.test
+            trained: dict = {}
             for expression in args.rankers:
+                key = training_key(expression)
+                if key in trained:  # the same objective: the same model, not trained twice
+                    results[recipe][expression].append(trained[key])
+                    continue
                 _, _, queries = plain_train(
                     make_objective(expression),
                     data,
@@ -180,6 +200,7 @@ def cross_validate(args, seeds) -> None:
                     init_std=cfg["init_std"],
                 )
                 results[recipe][expression].append(queries)
+                trained[key] = queries
                 print(f"fold {fold} {recipe} {expression}: {np.mean(queries):.4f}", file=sys.stderr)
         if not args.no_lightgbm:
             tr, va, te = train_ltr.load_fold(args.data, fold=fold, raw=True, **split)
