@@ -5,30 +5,29 @@ from pathlib import Path
 import jax
 import pytest
 
+from tests import oracles
+
 jax.config.update("jax_enable_x64", True)
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parent / "data"
 
 
 @pytest.fixture
 def shared_data() -> Path:
-    if not SHARED.exists():
-        raise FileNotFoundError(f"reference data missing: {SHARED} (../shared must sit beside the repo)")
-    return SHARED
-
-
-TREC_EVAL_SOURCE = Path(__file__).resolve().parents[2] / "shared" / "ref" / "trec_eval"
+    """The reference data the tests read: ``tests/data``, the in-repository copy of
+    ``../shared/data`` (origins in tests/data/README.md)."""
+    return DATA
 
 
 @pytest.fixture(scope="session")
 def trec_eval_binary(tmp_path_factory) -> Path:
-    """trec_eval's C binary, built from ../shared/ref/trec_eval in a temporary copy."""
-    import shutil
-    import subprocess
+    """trec_eval's C binary, built from ../shared/ref/trec_eval in a temporary copy; the
+    test skips without it (fails with JAXRANK_REQUIRE_ORACLES=1: tests/oracles.py)."""
+    return oracles.build_trec_eval(oracles.TREC_EVAL_SOURCE, tmp_path_factory.mktemp("trec_eval"))
 
-    if not (TREC_EVAL_SOURCE / "Makefile").exists():
-        raise FileNotFoundError(f"trec_eval source missing: {TREC_EVAL_SOURCE}")
-    build = tmp_path_factory.mktemp("trec_eval") / "src"
-    shutil.copytree(TREC_EVAL_SOURCE, build)
-    subprocess.run(["make", "-s", "-C", str(build)], check=True, capture_output=True)
-    return build / "trec_eval"
+
+@pytest.fixture(scope="session")
+def ndeval_binary(tmp_path_factory) -> Path:
+    """ndeval's C binary, built from ../shared/ref/ndeval/ndeval.c in a temporary folder;
+    skips or fails as :func:`trec_eval_binary`."""
+    return oracles.build_ndeval(oracles.NDEVAL_SOURCE, tmp_path_factory.mktemp("ndeval"))

@@ -10,7 +10,7 @@ import pytest
 from jaxrank import trec
 from jaxrank.cli import main
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec_eval"
+DATA = Path(__file__).resolve().parent / "data" / "trec_eval"
 
 QRELS = "q1 0 d1 1\nq1 0 d2 0\nq1 0 d3 2\nq2 0 d1 1\n"
 RUN = "q1 Q0 d1 1 0.9 tag\nq1 Q0 d2 2 0.8 tag\nq1 Q0 d4 3 0.7 tag\nq2 Q0 d9 1 0.5 tag\n"

@@ -13,7 +13,7 @@ import jaxrank  # noqa: E402
 
 
 def test_quick_run_learns_and_the_streamed_evaluation_is_exact():
-    result = flax_ltr.main(["--quick"])
+    result = flax_ltr.main(["--quick", "--data", str(Path(__file__).resolve().parent / "data" / "lambdarank")])
     losses = np.asarray(result["losses"])
     assert losses.shape == (40,) and np.isfinite(losses).all() and losses[-1] < losses[0]
     # Test nDCG@10 of --quick, seeds 0-4 (`--seed`), measured twice, with metric_loss's old default

@@ -19,6 +19,8 @@ import jaxrank
 from jaxrank import losses, ranking
 from jaxrank.ranking import smooth
 
+LAMBDARANK = Path(__file__).resolve().parent / "data" / "lambdarank"  # LightGBM's example data
+
 
 @pytest.fixture(autouse=True, scope="module")
 def _quick_compiles():
@@ -709,7 +711,7 @@ def test_every_default_ranker_trains_a_zero_initialised_linear_model_past_lightg
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
     import train_ltr
 
-    data = train_ltr.load_lambdarank()
+    data = train_ltr.load_lambdarank(LAMBDARANK)
     x, y, where = jnp.asarray(data.train.x), jnp.asarray(data.train.y, jnp.float32), jnp.asarray(data.train.where)
     optimizer = optax.adam(0.01)
     ranker = GRID[name]
@@ -740,7 +742,7 @@ def test_the_default_loss_trains_a_linear_model_past_the_spread_normalised_loss(
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
     import train_ltr
 
-    data = train_ltr.load_lambdarank()
+    data = train_ltr.load_lambdarank(LAMBDARANK)
     x, y, where = jnp.asarray(data.train.x), jnp.asarray(data.train.y, jnp.float32), jnp.asarray(data.train.where)
     optimizer = optax.adam(0.01)
 

@@ -23,7 +23,7 @@ import pytest
 from jaxrank.cli import main
 from jaxrank.trec import _parse, files
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec_eval"
+DATA = Path(__file__).resolve().parent / "data" / "trec_eval"
 
 # trec_eval's flags; every set is run on every generated case
 FLAGS = (

@@ -1,6 +1,6 @@
 """``jaxrank eval`` reproduces trec_eval 10.0's own test outputs byte for byte.
 
-The inputs and expected outputs are trec_eval's test suite (``../shared/data/trec_eval``);
+The inputs and expected outputs are trec_eval's test suite (``tests/data/trec_eval``);
 the command lines are those of trec_eval's Makefile target ``quicktest``. The CLI runs
 in-process (``main(argv)``), which is much faster than a subprocess per file.
 """
@@ -11,11 +11,12 @@ import pytest
 
 from jaxrank.cli import main
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec_eval"
+DATA = Path(__file__).resolve().parent / "data" / "trec_eval"
 
 # expected output file -> trec_eval arguments (files relative to DATA)
 CASES = {
     "out.test": ["qrels.test", "results.test"],
+    "out.comment.test": ["qrels.comment.test", "results.comment.test"],  # '#' comment lines (trec_eval 10)
     "out.test.a": ["-m", "all_trec", "qrels.test", "results.test"],
     "out.test.aq": ["-m", "all_trec", "-q", "qrels.test", "results.test"],
     "out.test.aqc": ["-m", "all_trec", "-q", "-c", "qrels.test", "results.trunc"],

@@ -25,7 +25,7 @@ from jaxrank.trec import (
     write_run,
 )
 
-TREC_EVAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec_eval"
+TREC_EVAL = Path(__file__).resolve().parent / "data" / "trec_eval"
 ROOT = Path(__file__).resolve().parents[1]
 
 QRELS = """\
