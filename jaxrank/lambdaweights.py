@@ -11,11 +11,17 @@ carry no gradient.
 Gains are :math:`G_i = \\text{gain}(y_i)\\, w_i` (``w`` the optional per-item
 ``weights``); with ``normalize`` they are divided by the ideal DCG of their list
 (at ``topn``), so that :func:`dcg` is LambdaRank's :math:`|\\Delta \\text{NDCG}|`.
+
+Each weight here is a function of per-item values (gains, positions) combined pair by
+pair: :func:`pair_weight` gives that form, :class:`PairWeight`, with which the pairwise
+losses build the weights of a block of rows at a time instead of all ``n^2`` at once.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -23,15 +29,75 @@ import jax.numpy as jnp
 from jaxrank import _checks, _lists, metrics
 from jaxrank.metrics import _common as _c
 
-__all__ = ["dcg", "dcg2", "labeldiff"]
+__all__ = ["PairWeight", "dcg", "dcg2", "labeldiff", "pair_weight"]
 
 
-def _valid_pairs(lists: _lists.Lists) -> jax.Array:
-    return _lists.pair_mask(lists.valid) if lists.same is None else lists.same
+class PairWeight(NamedTuple):
+    """A lambdaweight as per-item values and the rule that combines two items' values.
+
+    ``items`` is a pytree of ``[..., n]`` arrays; ``pair(row, col)`` takes it twice, the
+    leaves of ``row`` shaped ``[..., b, 1]`` (items ``i``) and those of ``col``
+    ``[..., 1, n]`` (items ``j``), and returns the weights ``[..., b, n]`` of those pairs,
+    valid or not (the loss masks them). Over all rows it is the lambdaweight's
+    ``[..., n, n]``; over ``b`` rows at a time it never holds every pair.
+    """
+
+    items: Any
+    pair: Callable[[Any, Any], jax.Array]
+
+    def scaled(self, factor: float) -> PairWeight:
+        """The same weights times ``factor``."""
+        pair = self.pair
+        return PairWeight(self.items, lambda row, col: pair(row, col) * factor)
 
 
-def _abs_diff(x: jax.Array) -> jax.Array:
-    return jnp.abs(x[..., :, None] - x[..., None, :])
+def _on_every_pair(weight: PairWeight, lists: _lists.Lists) -> jax.Array:
+    """The ``[..., n, n]`` weights, 0 on pairs with an invalid item or of two segments."""
+    row = jax.tree_util.tree_map(lambda a: a[..., :, None], weight.items)
+    col = jax.tree_util.tree_map(lambda a: a[..., None, :], weight.items)
+    valid_pairs = _lists.pair_mask(lists.valid) if lists.same is None else lists.same
+    return jnp.where(valid_pairs, weight.pair(row, col), 0)
+
+
+def pair_weight(lambdaweight: Callable[..., jax.Array]) -> Optional[Callable[..., PairWeight]]:
+    """The :class:`PairWeight` form of ``lambdaweight``: a function of the same arguments
+    (``scores, labels, *, where, segments, weights``) that returns it, or None where
+    ``lambdaweight`` has none (any callable of the ``[..., n, n]`` kind is a lambdaweight;
+    those of this module have the form, also under :func:`functools.partial` with keywords).
+
+    Example:
+      >>> import functools, jax, jax.numpy as jnp
+      >>> s, y = jnp.array([1.0, 0.0]), jnp.array([0, 1])
+      >>> w = pair_weight(functools.partial(dcg, normalize=False))(s, y)
+      >>> row = jax.tree_util.tree_map(lambda a: a[:, None], w.items)
+      >>> col = jax.tree_util.tree_map(lambda a: a[None, :], w.items)
+      >>> round(float(w.pair(row, col)[0, 1]), 5)  # dcg(s, y, normalize=False)[0, 1]
+      0.36907
+      >>> pair_weight(lambda scores, labels, **kwargs: jnp.ones((2, 2))) is None
+      True
+    """
+    keywords: dict = {}
+    fn = lambdaweight
+    while isinstance(fn, functools.partial):
+        if fn.args:
+            return None
+        keywords = {**fn.keywords, **keywords}
+        fn = fn.func
+    form = getattr(fn, "pair_weight", None)
+    return None if form is None else functools.partial(form, **keywords)
+
+
+def _abs_diff(row: jax.Array, col: jax.Array) -> jax.Array:
+    return jnp.abs(row - col)
+
+
+def _labeldiff_pairs(row, col):
+    return _abs_diff(row, col)
+
+
+def _labeldiff_form(scores, labels, *, where=None, segments=None, weights=None) -> PairWeight:
+    lists = _lists.prepare(scores, labels, where, segments, weights)
+    return PairWeight(lists.labels, _labeldiff_pairs)
 
 
 def labeldiff(scores, labels, *, where=None, segments=None, weights=None) -> jax.Array:
@@ -43,7 +109,7 @@ def labeldiff(scores, labels, *, where=None, segments=None, weights=None) -> jax
       [[0.0, 2.0], [2.0, 0.0]]
     """
     lists = _lists.prepare(scores, labels, where, segments, weights)
-    return jnp.where(_valid_pairs(lists), _abs_diff(lists.labels), 0)
+    return _on_every_pair(_labeldiff_form(scores, labels, where=where, segments=segments, weights=weights), lists)
 
 
 def _gains(lists: _lists.Lists, topn, normalize, gain, discount) -> jax.Array:
@@ -69,6 +135,35 @@ def _gains(lists: _lists.Lists, topn, normalize, gain, discount) -> jax.Array:
 def _options(topn, normalize) -> Optional[int]:
     _checks.boolean(normalize, "normalize")
     return None if topn is None else _checks.positive_int(topn, "topn")
+
+
+class _GainsAndPositions(NamedTuple):
+    g: jax.Array  # gains, normalised with ``normalize``
+    r: jax.Array  # 1-based positions by score within the segment (no gradient)
+
+
+def _gains_and_positions(scores, labels, where, segments, weights, topn, normalize, gain, discount):
+    lists = _lists.prepare(scores, labels, where, segments, weights)
+    g = _gains(lists, topn, normalize, gain, discount)
+    return _GainsAndPositions(g, _lists.positions(lists.scores, lists.valid, lists.same))
+
+
+def _dcg_pairs(topn: Optional[int], discount_fn: Callable[[jax.Array], jax.Array]):
+    def pair(row: _GainsAndPositions, col: _GainsAndPositions) -> jax.Array:
+        d_row, d_col = discount_fn(row.r), discount_fn(col.r)
+        if topn is not None:
+            d_row, d_col = jnp.where(row.r <= topn, d_row, 0), jnp.where(col.r <= topn, d_col, 0)
+        return _abs_diff(row.g, col.g) * _abs_diff(d_row, d_col)
+
+    return pair
+
+
+def _dcg_form(
+    scores, labels, *, where=None, segments=None, weights=None, topn=None, normalize=True, gain="exp", discount="log2"
+) -> PairWeight:
+    topn = _options(topn, normalize)
+    items = _gains_and_positions(scores, labels, where, segments, weights, topn, normalize, gain, discount)
+    return PairWeight(items, _dcg_pairs(topn, _c.discount_fn(discount)))
 
 
 def dcg(
@@ -101,14 +196,44 @@ def dcg(
       >>> round(float(w[0, 1]), 5)  # |0 - 1| * |1 - 1/log2(3)|
       0.36907
     """
+    options = dict(topn=topn, normalize=normalize, gain=gain, discount=discount)
+    form = _dcg_form(scores, labels, where=where, segments=segments, weights=weights, **options)
+    return _on_every_pair(form, _lists.prepare(scores, labels, where, segments, weights))
+
+
+def _dcg2_pairs(topn: Optional[int], discount_fn: Callable[[jax.Array], jax.Array], light_discount: bool):
+    def pair(row: _GainsAndPositions, col: _GainsAndPositions) -> jax.Array:
+        gap = _abs_diff(row.r, col.r)
+        # gap is 0 only on the diagonal (and between invalid items): a placeholder 1 keeps
+        # the discount finite there before the result is zeroed.
+        safe_gap = jnp.where(gap > 0, gap, 1)
+        d = discount_fn(safe_gap) if light_discount else discount_fn(safe_gap) - discount_fn(safe_gap + 1)
+        d = jnp.where(gap > 0, jnp.abs(d), 0)
+        if topn is not None:
+            top = jnp.maximum(row.r, col.r)
+            d = d * jnp.where(top > topn, 1 / (1 - discount_fn(jnp.where(top > topn, top, 2))), 1)
+        return _abs_diff(row.g, col.g) * d
+
+    return pair
+
+
+def _dcg2_form(
+    scores,
+    labels,
+    *,
+    where=None,
+    segments=None,
+    weights=None,
+    topn=None,
+    normalize=True,
+    gain="exp",
+    discount="log2",
+    light_discount=False,
+) -> PairWeight:
     topn = _options(topn, normalize)
-    lists = _lists.prepare(scores, labels, where, segments, weights)
-    g = _gains(lists, topn, normalize, gain, discount)
-    r = _lists.positions(lists.scores, lists.valid, lists.same)
-    d = _c.discount_fn(discount)(r)
-    if topn is not None:
-        d = jnp.where(r <= topn, d, 0)
-    return jnp.where(_valid_pairs(lists), _abs_diff(g) * _abs_diff(d), 0)
+    _checks.boolean(light_discount, "light_discount")
+    items = _gains_and_positions(scores, labels, where, segments, weights, topn, normalize, gain, discount)
+    return PairWeight(items, _dcg2_pairs(topn, _c.discount_fn(discount), light_discount))
 
 
 def dcg2(
@@ -140,19 +265,11 @@ def dcg2(
       >>> round(float(w[0, 1]), 5)  # |0 - 1| * |1/log2(2) - 1/log2(3)|
       0.36907
     """
-    topn = _options(topn, normalize)
-    _checks.boolean(light_discount, "light_discount")
-    lists = _lists.prepare(scores, labels, where, segments, weights)
-    g = _gains(lists, topn, normalize, gain, discount)
-    r = _lists.positions(lists.scores, lists.valid, lists.same)
-    discount_fn = _c.discount_fn(discount)
-    gap = _abs_diff(r)
-    # gap is 0 only on the diagonal (and between invalid items): a placeholder 1 keeps
-    # the discount finite there before the result is zeroed.
-    safe_gap = jnp.where(gap > 0, gap, 1)
-    d = discount_fn(safe_gap) if light_discount else discount_fn(safe_gap) - discount_fn(safe_gap + 1)
-    d = jnp.where(gap > 0, jnp.abs(d), 0)
-    if topn is not None:
-        top = jnp.maximum(r[..., :, None], r[..., None, :])
-        d = d * jnp.where(top > topn, 1 / (1 - discount_fn(jnp.where(top > topn, top, 2))), 1)
-    return jnp.where(_valid_pairs(lists), _abs_diff(g) * d, 0)
+    options = dict(topn=topn, normalize=normalize, gain=gain, discount=discount, light_discount=light_discount)
+    form = _dcg2_form(scores, labels, where=where, segments=segments, weights=weights, **options)
+    return _on_every_pair(form, _lists.prepare(scores, labels, where, segments, weights))
+
+
+labeldiff.pair_weight = _labeldiff_form
+dcg.pair_weight = _dcg_form
+dcg2.pair_weight = _dcg2_form

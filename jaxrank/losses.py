@@ -23,6 +23,7 @@ of the others, the first item of each pair), and the pairwise losses take a
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Optional
 
@@ -34,7 +35,7 @@ from jaxrank import _checks, _lists, lambdaweights, metrics
 from jaxrank.metrics import _common as _c
 from jaxrank.ranking._backend import inverse_permutation
 from jaxrank.ranking._ties import take
-from jaxrank.ranking.pairwise import approx
+from jaxrank.ranking.pairwise import _PAIRS_PER_BLOCK, _PAIRS_PER_LIST, approx
 from jaxrank.ranking.smooth import _masked_logsumexp
 
 __all__ = [
@@ -229,7 +230,9 @@ PairLoss = Callable[[jax.Array, jax.Array], tuple[jax.Array, jax.Array]]
 def _pair_terms(
     scores, labels, where, segments, weights, pair_loss: PairLoss, lambdaweight, num_segments=None
 ) -> tuple[jax.Array, jax.Array, _lists.Lists]:
-    """``[..., n, n]`` pair losses (0 where the pair does not count) and the pairs that count."""
+    """``[..., n, n]`` pair losses (0 where the pair does not count) and the pairs that count:
+    every pair at once, for a ``lambdaweight`` of the ``[..., n, n]`` kind only and for
+    rax's unreduced pairs; the losses go through :func:`_pair_totals` otherwise."""
     lists = _lists.prepare(scores, labels, where, segments, weights, num_segments)
     s, y = lists.scores, lists.labels
     loss, counts = pair_loss(s[..., :, None] - s[..., None, :], y[..., :, None] - y[..., None, :])
@@ -242,7 +245,134 @@ def _pair_terms(
     return jnp.where(counts, loss, 0), counts, lists
 
 
+def _row_blocks(batch: int, n: int) -> int:
+    """Rows per block of the pairwise kernel: as many as keep a block's pair terms within
+    the bounds of :func:`jaxrank.approx`'s kernel (for the batch, and for one list)."""
+    return max(1, min(n, _PAIRS_PER_BLOCK // max(batch * n, 1), _PAIRS_PER_LIST // max(n, 1)))
+
+
+def _pair_row_sums(pair_loss: PairLoss, pair_weight, lists: _lists.Lists, items, derivative: bool):
+    """Per item ``i``, sums over the items ``j`` of the pairs that count (both valid, one
+    segment, ``pair_loss`` says so), with :math:`\\ell_{ij}` = ``pair_loss(s_i - s_j, y_i - y_j)``
+    times the lambdaweight :math:`\\lambda_{ij}` (``pair_weight(items_i, items_j)``, 1 without):
+
+    - :math:`V_i = \\sum_j \\ell_{ij}` and :math:`N_i = \\#\\{j\\}`;
+    - with ``derivative``, :math:`R_i = \\sum_j \\partial \\ell_{ij} / \\partial s_i` and the column sums
+      :math:`C_i = \\sum_j w_j\\, \\partial \\ell_{ji} / \\partial s_j` (so that
+      :math:`\\partial \\sum_{ij} w_i \\ell_{ij} / \\partial s_k = w_k R_k - C_k`).
+
+    Rows go ``_row_blocks`` at a time through a ``lax.scan``: O(batch * n * block) memory,
+    never the ``n^2`` pairs; the derivative comes from the same pass as the value (one
+    evaluation of the pair loss per pair, where reverse-mode autodiff would store every
+    pair or evaluate each twice).
+    """
+    shape = lists.scores.shape
+    n = shape[-1]
+
+    def flat(a):
+        return a.reshape(-1, n)
+
+    s, y, valid = flat(lists.scores), flat(lists.labels), flat(lists.valid)
+    w = jnp.ones_like(s) if lists.weights is None else flat(lists.weights)
+    group = None if lists.slots is None else flat(lists.slots.slot)
+    items = jax.tree_util.tree_map(flat, items)
+    batch = s.shape[0]
+    if batch == 0 or n == 0:
+        return (jnp.zeros(shape, s.dtype),) * (4 if derivative else 2)
+    block = _row_blocks(batch, n)
+    nblocks = -(-n // block)
+
+    def in_blocks(a):
+        a = jnp.pad(a, ((0, 0), (0, nblocks * block - n)))  # padded rows are invalid
+        return a.reshape(batch, nblocks, block).transpose(1, 0, 2)
+
+    def rows(a):
+        return a[:, :, None]
+
+    def cols(a):
+        return a[:, None, :]
+
+    def body(col_sums, xs):
+        s_r, y_r, valid_r, w_r, group_r, items_r = xs
+        x, dy = rows(s_r) - cols(s), rows(y_r) - cols(y)
+        if derivative:
+            # d/ds_i of every pair term beside its value, from one evaluation
+            (loss, counted), (dloss, _) = jax.jvp(lambda a: pair_loss(a, dy), (x,), (jnp.ones_like(x),))
+        else:
+            loss, counted = pair_loss(x, dy)
+        counted = counted & rows(valid_r) & cols(valid)
+        if group is not None:
+            counted = counted & (rows(group_r) == cols(group))
+        lw = None
+        if pair_weight is not None:
+            lw = pair_weight(jax.tree_util.tree_map(rows, items_r), jax.tree_util.tree_map(cols, items))
+
+        def masked_sum(t, axis):
+            t = t if lw is None else t * lw
+            return jnp.sum(jnp.where(counted, t, 0), axis=axis)
+
+        out = (masked_sum(loss, -1), jnp.sum(counted, axis=-1, dtype=s.dtype))
+        if derivative:
+            out += (masked_sum(dloss, -1),)
+            # d/ds_j of the pair (i, j) is -d/ds_i: column j collects w_i dloss_ij (subtracted)
+            col_sums = col_sums + masked_sum(rows(w_r) * dloss, 1)
+        return col_sums, out
+
+    blocked = (s, y, valid, w, group, items)
+    xs = jax.tree_util.tree_map(in_blocks, blocked)
+    col_sums, sums = lax.scan(body, jnp.zeros_like(s), xs)
+
+    def unblocked(a):
+        return a.transpose(1, 0, 2).reshape(batch, nblocks * block)[:, :n].reshape(shape)
+
+    out = tuple(unblocked(a) for a in sums)
+    return out + (col_sums.reshape(shape),) if derivative else out
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1))
+def _pair_totals(pair_loss: PairLoss, pair_weight, lists: _lists.Lists, items) -> tuple[jax.Array, jax.Array]:
+    """Per list (segment slot), :math:`\\sum_{ij} w_i \\lambda_{ij} \\ell_{ij}` over the pairs
+    that count, and their number (:func:`_pair_row_sums`). Differentiable in the scores and
+    weights of ``lists``; its labels and the lambdaweight's ``items`` carry no gradient."""
+    values, counts = _pair_row_sums(pair_loss, pair_weight, lists, items, derivative=False)
+    w = 1 if lists.weights is None else lists.weights
+    return _lists.per_list(w * values, lists), _lists.per_list(counts, lists)
+
+
+@_pair_totals.defjvp
+def _pair_totals_jvp(pair_loss, pair_weight, primals, tangents):
+    lists, items = primals
+    dlists, _ = tangents
+    values, counts, row, col = _pair_row_sums(pair_loss, pair_weight, lists, items, derivative=True)
+    w = 1 if lists.weights is None else lists.weights
+    totals, counts = _lists.per_list(w * values, lists), _lists.per_list(counts, lists)
+    # d/ds_k of the list's sum: w_k R_k (k first in its pairs) - C_k (k second)
+    d = dlists.scores * (w * row - col)
+    if lists.weights is not None:
+        d = d + dlists.weights * values
+    return (totals, counts), (_lists.per_list(d, lists), jnp.zeros_like(counts))
+
+
+def _pairwise_totals(
+    scores, labels, where, segments, weights, pair_loss: PairLoss, lambdaweight, num_segments
+) -> Optional[tuple[jax.Array, jax.Array]]:
+    """Per list, the pairwise loss and the number of pairs that count, in row blocks; None
+    where ``lambdaweight`` gives only ``[..., n, n]`` (no :func:`jaxrank.lambdaweights.pair_weight`)."""
+    form = None if lambdaweight is None else lambdaweights.pair_weight(lambdaweight)
+    if lambdaweight is not None and form is None:
+        return None
+    lists = _lists.prepare(scores, labels, where, segments, weights, num_segments)
+    lists = lists._replace(labels=lax.stop_gradient(lists.labels))
+    if form is None:
+        return _pair_totals(pair_loss, None, lists, None)
+    weight = form(scores, labels, where=where, segments=segments, weights=weights)
+    return _pair_totals(pair_loss, weight.pair, lists, lax.stop_gradient(weight.items))
+
+
 def _pairwise(scores, labels, where, segments, weights, pair_loss: PairLoss, lambdaweight, num_segments) -> jax.Array:
+    totals = _pairwise_totals(scores, labels, where, segments, weights, pair_loss, lambdaweight, num_segments)
+    if totals is not None:
+        return totals[0]
     terms, _, lists = _pair_terms(scores, labels, where, segments, weights, pair_loss, lambdaweight, num_segments)
     return _lists.per_list(jnp.sum(terms, axis=-1), lists)
 
@@ -544,6 +674,12 @@ def lambda_loss(
         rho = lambdaweights.dcg(scores, labels, gain=gain, **kwargs)
         return rho + mu * lambdaweights.dcg2(scores, labels, gain=gain, **kwargs)
 
+    def form(scores, labels, **kwargs) -> lambdaweights.PairWeight:
+        rho = lambdaweights.dcg.pair_weight(scores, labels, gain=gain, **kwargs)
+        delta = lambdaweights.dcg2.pair_weight(scores, labels, gain=gain, **kwargs)
+        return lambdaweights.PairWeight(rho.items, lambda row, col: rho.pair(row, col) + mu * delta.pair(row, col))
+
+    weight.pair_weight = form  # both weights read the same gains and positions
     loss = pairwise_logistic(
         scores, labels, where=where, segments=segments, num_segments=num_segments, lambdaweight=weight
     )

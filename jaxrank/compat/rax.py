@@ -314,6 +314,15 @@ def listmle_loss(
 
 
 def _pairwise_loss(scores, labels, pair_loss, where, segments, weights, lambdaweight_fn, reduce_fn) -> Array:
+    if reduce_fn is jnp.mean or reduce_fn is jnp.sum:
+        # rax's mean over the counted pairs from per-list sums made in row blocks: never
+        # every pair at once (unless lambdaweight_fn gives only [..., n * n])
+        totals = losses._pairwise_totals(scores, labels, where, segments, weights, pair_loss, lambdaweight_fn, None)
+        if totals is not None:
+            total, count = jnp.sum(totals[0]), jnp.sum(totals[1])
+            if reduce_fn is jnp.sum:
+                return total
+            return jnp.where(count > 0, total / jnp.maximum(count, 1), 0.0)
     terms, counts, _ = losses._pair_terms(scores, labels, where, segments, weights, pair_loss, lambdaweight_fn)
     flat = terms.shape[:-2] + (-1,)
     return safe_reduce(terms.reshape(flat), counts.reshape(flat), reduce_fn)
@@ -423,6 +432,17 @@ def _list_size_scaled(fn, scores, kwargs) -> Array:
     return _flat_pairs(fn(scores, **kwargs)) * jnp.shape(scores)[-1]
 
 
+def _rax_form(lambdaweight):
+    """The :class:`jaxrank.lambdaweights.PairWeight` form of rax's DCG lambdaweight over
+    ``lambdaweight``: rax's keywords and defaults, times the list size."""
+
+    def form(scores, labels, *, normalize=False, gain_fn=default_gain_fn, discount_fn=default_discount_fn, **kwargs):
+        kwargs.update(normalize=normalize, gain=gain_fn, discount=discount_fn)
+        return lambdaweight.pair_weight(scores, labels, **kwargs).scaled(jnp.shape(scores)[-1])
+
+    return form
+
+
 def dcg_lambdaweight(
     scores: Array,
     labels: Array,
@@ -458,6 +478,12 @@ def dcg2_lambdaweight(
     kwargs = dict(where=where, segments=segments, weights=weights, topn=topn, normalize=normalize)
     kwargs.update(labels=labels, gain=gain_fn, discount=discount_fn, light_discount=light_discount)
     return _list_size_scaled(lambdaweights.dcg2, scores, kwargs)
+
+
+# The pairwise losses build these weights a block of rows at a time (jaxrank.lambdaweights.pair_weight).
+labeldiff_lambdaweight.pair_weight = lambdaweights.labeldiff.pair_weight
+dcg_lambdaweight.pair_weight = _rax_form(lambdaweights.dcg)
+dcg2_lambdaweight.pair_weight = _rax_form(lambdaweights.dcg2)
 
 
 # Metrics --------------------------------------------------------------------------------------
