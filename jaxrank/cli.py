@@ -8,8 +8,10 @@
 ``-m`` takes trec_eval names (``-m all_trec``, ``-m P.5,10``, ``-mndcg_cut.10``) and
 ir_measures strings (``-m nDCG@10 -m 'P(rel=2)@5'``). With the default ``--format trec`` the
 output is byte for byte trec_eval 10.0's. Without files, the demo pair shipped with jaxrank
-is evaluated (a note goes to stderr, so stdout stays trec_eval's). Bad input ends with exit
-status 1 and one line on stderr, with nothing on stdout.
+is evaluated (a note goes to stderr, so stdout stays trec_eval's). Run queries absent from
+the qrels are skipped, as trec_eval skips them, and a line on stderr says how many (nothing
+when there are none). Bad input ends with exit status 1 and one line on stderr, with nothing
+on stdout.
 
 The command's start-up latency machinery lives here, not in the Python API: XLA flags and
 the persistent compilation cache, compilation started in the background for the batch shape
@@ -298,6 +300,22 @@ def _speculate(plan: Plan, q: Qrels, run_source, *, max_docs) -> Optional[tuple]
     return shape
 
 
+def _unjudged_note(qids: Sequence[str], shown: int = 5) -> str:
+    """The line ``jaxrank eval`` writes on stderr when run queries were skipped for having no
+    judgments: trec_eval skips them silently (with ``-c`` too), so a user who mistyped the
+    qrels or mixed up topic sets would not know. The first ``shown`` are named.
+
+    >>> _unjudged_note(["q7", "q8", "q9"])
+    'jaxrank eval: skipped 3 run queries with no judgments in the qrels (trec_eval skips them too): q7, q8, q9'
+    >>> _unjudged_note(["q7"])
+    'jaxrank eval: skipped 1 run query with no judgments in the qrels (trec_eval skips it too): q7'
+    """
+    n = len(qids)
+    names = ", ".join(qids[:shown]) + (", ..." if n > shown else "")
+    what, them = ("query", "it") if n == 1 else ("queries", "them")
+    return f"jaxrank eval: skipped {n} run {what} with no judgments in the qrels (trec_eval skips {them} too): {names}"
+
+
 def _run_eval(args) -> str:
     from jaxrank import trec
     from jaxrank.trec.evaluate import report
@@ -325,6 +343,8 @@ def _run_eval(args) -> str:
         )
     finally:
         _wait_for_compilations()
+    if rep.unjudged:
+        print(_unjudged_note(rep.unjudged), file=sys.stderr)
     if args.format == "json":
         return rep.to_json(args.per_query)
     if args.format == "csv":

@@ -45,6 +45,21 @@ def test_demo_pair_by_default(capsys):
     assert names[-1] == "P_1000"
 
 
+@pytest.mark.parametrize("flags", [[], ["-q", "-c"], ["--format", "json"]])
+def test_run_queries_without_judgments_are_counted_on_stderr(capsys, files, flags):
+    """trec_eval skips them without a word (with -c too); jaxrank eval's stdout stays
+    trec_eval's and one line on stderr says how many, naming the first five."""
+    status, plain, err = run_cli(capsys, *flags, *files())
+    assert (status, err) == (0, "")
+    extra = "".join(f"u{i} Q0 d1 1 0.5 tag\n" for i in range(7))
+    status, out, err = run_cli(capsys, *flags, *files(run=RUN + extra))
+    assert (status, out) == (0, plain)
+    assert err == (
+        "jaxrank eval: skipped 7 run queries with no judgments in the qrels (trec_eval skips them too): "
+        "u0, u1, u2, u3, u4, ...\n"
+    )
+
+
 def test_json_and_csv(capsys, files):
     q, r = files()
     status, out, err = run_cli(capsys, "-q", "-m", "map", "-m", "P.2", "-m", "nDCG@3", "--format", "json", q, r)

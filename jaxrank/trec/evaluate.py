@@ -43,12 +43,15 @@ class Report:
         columns: one :class:`~jaxrank.trec.measures.Column` per printed measure name, in order.
         values: column name -> per-query values (``[Q]`` float64 array, or a list of str).
         summary: column name -> summary value (float, int or str), for summary columns.
+        unjudged: the run's queries absent from the qrels, in run order: skipped, as
+            trec_eval skips them (with ``-c`` too); ``jaxrank eval`` reports how many.
     """
 
     qids: list[str]
     columns: list[Column]
     values: dict[str, Any]
     summary: dict[str, Any]
+    unjudged: tuple[str, ...] = ()
 
     # -- Python values ----------------------------------------------------------------------
     def _value(self, column: Column, i: int):
@@ -498,7 +501,8 @@ def report(
             values[column.name] = v
             if column.summary:
                 summary[column.name] = _aggregate(column, v, n_q, tag, complete, positive)
-    return Report(qids=qids, columns=columns, values=values, summary=summary)
+    unjudged = tuple(dict.fromkeys(np.asarray(run_qids)[~np.isin(run_qids, q.qids)].tolist()))
+    return Report(qids=qids, columns=columns, values=values, summary=summary, unjudged=unjudged)
 
 
 QUERY_SETS = ("run", "qrels")
