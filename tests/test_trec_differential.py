@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from jaxrank.cli import main
-from jaxrank.trec import _parse, files
+from jaxrank.trec import _parse, files, report
 
 DATA = Path(__file__).resolve().parent / "data" / "trec_eval"
 
@@ -112,7 +112,8 @@ def _first_diffs(got: bytes, want: bytes) -> list:
     return [(i, a, b) for i, (a, b) in enumerate(zip(g, w)) if a != b][:4] + [(len(g), len(w))]
 
 
-def _compare(binary: Path, tmp: Path, qrels: str, run: str, flags: list[str], measures: list[str]) -> None:
+def _compare(binary: Path, tmp: Path, qrels: str, run: str, flags: list[str], measures: list[str]) -> int:
+    """Assert that jaxrank prints trec_eval's bytes; the number of lines compared."""
     qrels_path, run_path = tmp / "qrels", tmp / "run"
     qrels_path.write_text(qrels)
     run_path.write_text(run)
@@ -126,6 +127,7 @@ def _compare(binary: Path, tmp: Path, qrels: str, run: str, flags: list[str], me
     assert want.returncode == 0, want.stderr.decode()
     _, got = _jaxrank(args)
     assert got == want.stdout, (flags, _first_diffs(got, want.stdout))
+    return got.count(b"\n")
 
 
 @pytest.fixture(scope="module")
@@ -273,3 +275,85 @@ def test_run_read_in_many_parts_matches_trec_eval(widest_case_compiled, trec_eva
     assert len(list(files._run_parts(tmp_path / "run"))) >= 2
     for flags in (["-q"], ["-q", "-c", "-J"], ["-q", "-c", "-M3"], ["-c", "-M0"]):
         _compare(trec_eval_binary, tmp_path, qrels, run, flags, ["-m", "all_trec"])
+
+
+# ------------------------------------------------------------------ values on rounding ties
+# Realistic runs whose per-query values often lie exactly on a rounding tie of the 4th decimal
+# (issue 28): 50 queries, 120 judged documents each, 8 to 80 of them relevant with grades 1-3
+# (mostly round counts: with R = 40, bpref is (40 r - A) / 1600, a tie whenever A = 2 mod 4),
+# a few pooled-but-unjudged, and runs of 1000 documents with scores on a grid (ties broken by
+# docno). trec_eval prints such a value by the last bit of its double, so each value must be
+# formed as trec_eval forms it (jaxrank.trec._exact).
+HALFWAY_RELEVANT = (8, 16, 25, 32, 40, 40, 40, 50, 64, 75, 80, 80, 80)
+HALFWAY_FLAGS = (["-q"], ["-q", "-c"], ["-q", "-l2"], ["-q", "-c", "-M100"], ["-q", "-J"], ["-c"])
+HALFWAY_SEEDS = (2, 4)  # before the fix, jaxrank printed 2 and 3 lines of -q differently
+
+
+def _halfway_case(rng: np.random.Generator, queries: int = 50, judged: int = 120, depth: int = 1000):
+    qrels, run = [], []
+    for qi in range(queries):
+        q = f"q{qi}"
+        n_rel = int(rng.choice(HALFWAY_RELEVANT)) if rng.random() < 0.85 else int(rng.integers(8, 81))
+        labels = np.concatenate([rng.integers(1, 4, n_rel), np.zeros(judged - n_rel, int)])
+        labels[rng.random(judged) < 0.03] = -1
+        docs = [f"d{qi}x{j}" for j in rng.permutation(judged)]
+        qrels += [f"{q} 0 {d} {y}" for d, y in zip(docs, labels)]
+        k = int(rng.integers(judged // 2, judged + 1))  # judged documents retrieved
+        picked = rng.choice(judged, k, replace=False)
+        ret = [docs[i] for i in picked] + [f"u{qi}x{j}" for j in range(depth - k)]
+        gain = np.array([max(labels[i], 0) for i in picked] + [0] * (depth - k))
+        scores = np.round(rng.standard_normal(depth) + rng.uniform(0.3, 1.5) * gain, 3)
+        run += [f"{q} Q0 {d} 0 {s} t" for d, s in zip(ret, scores)]
+    return "\n".join(qrels) + "\n", "\n".join(run) + "\n"
+
+
+def _on_a_tie(values: np.ndarray) -> int:
+    """How many values print differently one ulp below and one ulp above (``%6.4f``)."""
+    v = np.asarray(values, np.float64)
+    v = v[np.isfinite(v)]
+    below = np.char.mod("%6.4f", np.nextafter(v, -np.inf))
+    above = np.char.mod("%6.4f", np.nextafter(v, np.inf))
+    return int(np.sum(below != above))
+
+
+@pytest.mark.parametrize("seed", HALFWAY_SEEDS)
+def test_values_on_rounding_ties_print_as_trec_eval_prints_them(trec_eval_binary, tmp_path, seed):
+    """Every line of ``-q -m all_trec`` (and of ``-c``, ``-l``, ``-M``, ``-J``) equals the C
+    binary's, on runs made to hold many values within an ulp of a rounding tie."""
+    qrels, run = _halfway_case(np.random.default_rng(seed))
+    (tmp_path / "qrels").write_text(qrels)
+    (tmp_path / "run").write_text(run)
+    rep = report(tmp_path / "qrels", tmp_path / "run", "all_trec")
+    ties = sum(_on_a_tie(rep.values[c.name]) for c in rep.columns if c.kind == "float" and c.per_query)
+    assert ties >= 20, ties  # the case does what it is for
+    lines = sum(_compare(trec_eval_binary, tmp_path, qrels, run, flags, ["-m", "all_trec"]) for flags in HALFWAY_FLAGS)
+    assert lines > 20000, lines
+
+
+def test_exact_operations_give_the_bits_of_c_arithmetic():
+    """``jaxrank.trec._exact`` under ``jit``, against numpy (IEEE, one operation at a time):
+    the rewrites it guards against (reciprocal multiplication, FMA, tree sums) change these
+    values when left to XLA."""
+    import math
+
+    import jax
+    import jax.numpy as jnp
+
+    from jaxrank.trec import _exact
+
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 100, (16, 200)).astype(np.float64)
+    b = rng.integers(1, 100, (16, 1)).astype(np.float64)
+    x, y, z = rng.random((3, 16, 200)) - 0.5
+    pos = np.arange(1, 201, dtype=np.float64)
+    checks = {
+        "divide by a broadcast": (jax.jit(lambda a, b: _exact.divide(a, b))(a, b), a / b),
+        "divide by a constant": (jax.jit(lambda a: _exact.divide(a, 11.0))(a), a / 11.0),
+        "divide by positions": (jax.jit(lambda a: _exact.divide(a, jnp.arange(1, 201, dtype=a.dtype)))(a), a / pos),
+        "rounded product": (jax.jit(lambda x, y, z: z - _exact.rounded(x * y))(x, y, z), z - x * y),
+        "running sum": (jax.jit(_exact.running_sum)(x), np.cumsum(x, axis=-1)),  # numpy's is sequential
+        "total": (jax.jit(_exact.total)(x), np.cumsum(x, axis=-1)[:, -1]),
+        "log2": (jax.jit(lambda: _exact.log2_positions(3000, jnp.float64))(), [math.log2(i + 2) for i in range(3000)]),
+    }
+    for name, (got, want) in checks.items():
+        assert np.array_equal(np.asarray(got), np.asarray(want)), name

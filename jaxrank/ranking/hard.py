@@ -69,31 +69,40 @@ class HardRanks(TieGroups, Ranks):
         v = jnp.broadcast_to(v, self.key.shape)
         return jnp.where(self.valid_positions(), take(v, self.order), jnp.zeros((), v.dtype))
 
-    # The four operations: stable / optimistic / pessimistic here, expected in TieGroups.
-    def _linear_terms(self, g: jax.Array) -> jax.Array:
-        """``g`` at each position, in expectation over tie orders for ``"expected"``."""
+    # Per-position terms: what two of the operations weigh by f(position) and sum. Callers
+    # that must add them in rank order (jaxrank.trec, trec_eval's running sums) read them here.
+    def linear_terms(self, g: jax.Array) -> jax.Array:
+        """``[..., depth]``: ``g`` at each position (for ``"optimistic"`` / ``"pessimistic"``
+        reordered inside each tie group by ``g``; for ``"expected"`` the mean of ``g`` over
+        the position's tie group), so that ``linear(g, f) = sum_p terms_p f(p)``."""
         if self.ties == "expected":
             return self._expected_linear_terms(g)
         (h,) = self._prepare(g)
         return h
 
+    def count_before_terms(self, g: jax.Array, w: jax.Array) -> jax.Array:
+        """``[..., depth]``: per position, what :meth:`count_before` weighs by ``f(position)``
+        (``g`` there times the ``w`` up to and including it, in expectation over tie orders
+        for ``"expected"``), so that ``count_before(g, f, w) = sum_p terms_p f(p)``."""
+        if self.ties == "expected":
+            return self._expected_count_before(g, w)
+        ws, gs = self._prepare(w, g)
+        return gs * cumsum(ws)
+
+    # The four operations: stable / optimistic / pessimistic here, expected in TieGroups.
     def linear(self, g: jax.Array, f: PositionFn) -> jax.Array:
-        return reduce_positions(self._linear_terms(g), f(self._positions()))
+        return reduce_positions(self.linear_terms(g), f(self._positions()))
 
     def prefix_sum(self, g: jax.Array, k: jax.Array) -> jax.Array:
         # The running sum read at position floor(k): a per-list cutoff would otherwise
         # need [..., n, C] weights, which XLA:CPU handles slowly inside a large program.
-        running = cumsum(self._linear_terms(g))
+        running = cumsum(self.linear_terms(g))
         count = jnp.clip(jnp.floor(k), 0, self.depth).astype(jnp.int32)
         at = take(running, jnp.maximum(count - 1, 0))
         return jnp.where(count > 0, at, jnp.zeros((), at.dtype))
 
     def count_before(self, g: jax.Array, f: PositionFn, w: jax.Array) -> jax.Array:
-        weights = f(self._positions())
-        if self.ties == "expected":
-            return reduce_positions(self._expected_count_before(g, w), weights)
-        ws, gs = self._prepare(w, g)
-        return reduce_positions(gs * cumsum(ws), weights)
+        return reduce_positions(self.count_before_terms(g, w), f(self._positions()))
 
     def survival(self, g: jax.Array, f: PositionFn, w: jax.Array) -> jax.Array:
         weights = f(self._positions())

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 from jaxrank import metrics
 from jaxrank.ranking import HardRanks, hard
 from jaxrank.ranking._backend import cumsum
+from jaxrank.trec._exact import divide, log2_positions, running_sum, total
 from jaxrank.trec.measures import Measure, Plan, _valid_int
 
 # A kernel: (ctx, measure) -> [Q, C] values (C = number of columns; relstring: codes).
@@ -37,11 +38,9 @@ def kernel_table() -> tuple[dict[str, Kernel], Callable[..., Callable[[Kernel], 
 
 
 def _safe_div(num, den):
-    return jnp.where(den > 0, num / jnp.where(den > 0, den, 1), 0.0)
-
-
-def _identity(y):
-    return y
+    """``num / den`` divided as C divides (:func:`_exact.divide`), 0 where ``den <= 0``."""
+    ok = den > 0
+    return jnp.where(ok, divide(num, jnp.where(ok, den, 1)), 0.0)
 
 
 def _col(x):
@@ -152,12 +151,38 @@ class _Ctx:
             return ig[..., : self.n]
         return jnp.pad(ig, [(0, 0)] * (ig.ndim - 1) + [(0, self.n - self.m)])
 
-    def dcg_terms(self, pairs):
-        """Results gains over log2(rank + 1), rank order, and their running sum."""
+    def wants(self, *families: str) -> bool:
+        """Whether the plan asks for any of ``families`` (a kernel that can give a total
+        or a whole running sum computes the running sum only when someone reads it)."""
+        return any(m.family in families for m in self.plan.measures)
+
+    def ranked_gains(self, pairs):
+        """The gain of each position (``ranks.linear_terms``: rank order, or its expectation
+        over tie orders), 0 past the retrieved documents."""
+        return self.memo(
+            ("ranked_gains", pairs),
+            lambda: self.ranks.linear_terms(jnp.where(self.where, self.gains(self.rr, pairs), 0.0)),
+        )
+
+    def dcg_running(self, pairs):
+        """The results DCG after each position, ``[Q, n]``, as trec_eval's loops form it: each
+        gain divided by the C library's ``log2(rank + 1)``, added in rank order."""
+        return self.memo(("dcg_running", pairs), lambda: running_sum(self._dcg_terms(pairs)))
+
+    def dcg_total(self, pairs):
+        """The last of :meth:`dcg_running` (a loop without the running values when no
+        kernel of the plan reads them)."""
+        if self.wants("ndcg_cut", "ndcg_rel", "Rndcg") or ("dcg_running", pairs) in self._memo:
+            return self.dcg_running(pairs)[..., -1]
+        return self.memo(("dcg_total", pairs), lambda: total(self._dcg_terms(pairs)))
+
+    def _dcg_terms(self, pairs):
+        return divide(self.ranked_gains(pairs), log2_positions(self.n, self.fdtype))
+
+    def ideal_dcg_running(self, pairs):
+        """The ideal DCG of the first 1..m judgments, ``[Q, m]``, added as trec_eval adds it."""
 
         def build():
-            g = self.in_rank_order(self.gains(self.rr, pairs))
-            terms = g * metrics.log2_discount(self.pos)
-            return g, cumsum(terms)
+            return running_sum(divide(self.ideal(pairs), log2_positions(self.m, self.fdtype)))
 
-        return self.memo(("dcg_terms", pairs), build)
+        return self.memo(("ideal_dcg_running", pairs), build)

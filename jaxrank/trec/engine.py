@@ -27,12 +27,13 @@ __all__ = ["Compiled", "Lowered", "lower_plan"]
 
 
 # Two jitted stages. The first holds everything that sorts -- the one ranking of the run and
-# the ideal ordering of the judgments per gain map (``_Ctx.ideal_ranks``, shared by nDCG and
-# by G, ndcg_rel, Rndcg) -- which on CPU are host callbacks (numpy sorts). The second, everything else, gets
-# the ranks as an argument; having no host callback, its compiled code can be kept in JAX's
-# persistent compilation cache across processes (``jaxrank eval`` turns that cache on).
-_SORTING = frozenset({"ndcg", "ndcg_cut", "ndcg_exp"})  # call metrics.ndcg
-_IDEAL = frozenset({"G", "ndcg_rel", "Rndcg", "ideal_dcg"})  # use ctx.ideal
+# the ideal ordering of the judgments per gain map (``_Ctx.ideal_ranks``, shared by ndcg,
+# ndcg_cut, G, ndcg_rel, Rndcg) -- which on CPU are host callbacks (numpy sorts). The second,
+# everything else, gets the ranks as an argument; having no host callback, its compiled code
+# can be kept in JAX's persistent compilation cache across processes (``jaxrank eval`` turns
+# that cache on).
+_SORTING = frozenset({"ndcg_exp"})  # calls metrics.ndcg
+_IDEAL = frozenset({"ndcg", "ndcg_cut", "G", "ndcg_rel", "Rndcg", "ideal_dcg"})  # use ctx.ideal
 
 
 def _split(plan: Plan):

@@ -529,8 +529,9 @@ def _aggregate(column: Column, v, n_q: int, tag: str, complete: bool, positive):
             return int(np.sum(positive))
         return int(np.sum(np.asarray(v).astype(np.int64)))
     if column.agg == "gmean":
-        logs = np.log(np.maximum(np.asarray(v, np.float64), MIN_GEO_MEAN))
-        return float(np.exp(np.cumsum(logs)[-1] / n_q))
+        # trec_eval: log(max(v, MIN_GEO_MEAN)) per query, the C library's log and exp (math's)
+        logs = [math.log(max(x, MIN_GEO_MEAN)) for x in np.asarray(v, np.float64).tolist()]
+        return math.exp(np.cumsum(logs)[-1] / n_q)
     return float(np.cumsum(np.asarray(v, np.float64))[-1] / n_q)  # trec_eval's running sum
 
 

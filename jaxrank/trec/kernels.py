@@ -2,11 +2,18 @@
 
 Every kernel of one call shares a :class:`~jaxrank.trec._ctx._Ctx`: the run ranked once with
 ``jaxrank.hard("stable")`` (documents come pre-ordered so that this is trec_eval's order).
-Measures that :mod:`jaxrank.metrics` has (P, recall, AP/map_cut, R-precision, RR, nDCG, DCG,
-success, ERR, RBP with ``rel``, the counts, set_P, set_recall) are those functions, called
-with that :class:`~jaxrank.ranking.HardRanks` as ``ranker=``; trec_eval's graded rbp,
-rbp_resid and unj go through the ``Ranks`` operations (``ranks.linear``), being linear in
-the ranked items; the set measures and utility are arithmetic on the counts.
+
+Each trec_eval measure is formed with trec_eval's double arithmetic, in the order of its C
+loop (``../shared/ref/trec_eval/m_*.c``; :mod:`jaxrank.trec._exact` holds the operations
+and why XLA needs them): sums added in rank order, divisions where trec_eval divides (P is
+hits / k, not hits x 1/k; recall hits / R), the C library's ``log2``, no fused multiply-add.
+A value on a rounding tie of the 4th decimal then prints as trec_eval prints it. The counts
+(num_rel_ret at cutoffs, success, R-precision, RR) come from :mod:`jaxrank.metrics` called
+with that :class:`~jaxrank.ranking.HardRanks` as ``ranker=``; the sums over positions (AP,
+DCG, trec_eval's rbp and rbp_resid) read the per-position terms of the ranks
+(``HardRanks.linear_terms`` / ``count_before_terms``), which also hold the expectation over
+tie orders when :mod:`jaxrank.accumulate` asks for ``ties="expected"``; the set measures and
+utility are arithmetic on the counts.
 
 The families whose terms are not linear in the ranked items (bpref, infAP, binG,
 interpolated precision, G, ndcg_rel, Rndcg, relstring, ideal_dcg) read the ranked list
@@ -26,7 +33,8 @@ import jax.numpy as jnp
 from jaxrank import metrics
 from jaxrank.ranking._backend import row_sum
 from jaxrank.trec import _ranked_list
-from jaxrank.trec._ctx import _col, _identity, _safe_div, kernel_table
+from jaxrank.trec._ctx import _col, _safe_div, kernel_table
+from jaxrank.trec._exact import at, divide, powers, rounded, running_sum, total
 from jaxrank.trec.measures import _valid_int
 
 _BY_RANKS, _family = kernel_table()
@@ -52,16 +60,39 @@ def _num_rel_ret(ctx, m):
     return _col(ctx.num_rel_ret(ctx.level(m)))
 
 
+def _precisions(ctx, level):
+    """trec_eval's ``rel_so_far / (i + 1)`` at each relevant position (0 elsewhere)."""
+
+    def build():
+        rel = (ctx.where & (ctx.rr >= level)).astype(ctx.fdtype)
+        h = ctx.ranks.count_before_terms(rel, rel)  # rel_so_far at a relevant position
+        return jnp.where(h != 0, divide(h, ctx.pos), 0.0)
+
+    return ctx.memo(("precisions", level), build)
+
+
+def _ap_running(ctx, level):
+    return ctx.memo(("ap_running", level), lambda: running_sum(_precisions(ctx, level)))
+
+
 @_family("map", "gm_map")
 def _map(ctx, m):
-    return _col(
-        ctx.memo(("map", ctx.level(m)), lambda: ctx.metric(metrics.average_precision, judged=True, rel=ctx.level(m)))
-    )
+    level = ctx.level(m)
+
+    def build():
+        if any(x.family == "map_cut" and ctx.level(x) == level for x in ctx.plan.measures):
+            sums = _ap_running(ctx, level)[..., -1]
+        else:
+            sums = total(_precisions(ctx, level))
+        return _safe_div(sums, ctx.num_rel(level))
+
+    return _col(ctx.memo(("map", level), build))
 
 
 @_family("map_cut")
 def _map_cut(ctx, m):
-    return ctx.metric(metrics.average_precision, judged=True, rel=ctx.level(m), k=list(m.cuts))
+    level = ctx.level(m)
+    return _safe_div(at(_ap_running(ctx, level), m.cuts), ctx.num_rel(level)[..., None])
 
 
 @_family("Rprec")
@@ -86,11 +117,10 @@ def _rr_cut(ctx, m):
 
 
 def _over_cutoffs(ctx, labels, level, cuts):
-    """Hits in the top k over k, for each cutoff k, divided as trec_eval divides: XLA would
-    fold a division by constants into the weights of the hit count (18 x 0.001 is not
-    18 / 1000), so the divisor is made data-dependent."""
+    """Hits in the top k over k, for each cutoff k, divided as trec_eval divides (18 x 0.001
+    is not 18 / 1000)."""
     hits = ctx.metric(metrics.num_rel_ret, labels=labels, rel=level, k=list(cuts))
-    return hits / jnp.where(hits >= 0, jnp.asarray(cuts, ctx.fdtype), 1.0)
+    return divide(hits, jnp.asarray(cuts, ctx.fdtype))
 
 
 @_family("P")
@@ -100,7 +130,9 @@ def _precision(ctx, m):
 
 @_family("recall")
 def _recall(ctx, m):
-    return ctx.metric(metrics.recall, judged=True, rel=ctx.level(m), k=list(m.cuts))
+    level = ctx.level(m)
+    hits = ctx.metric(metrics.num_rel_ret, rel=level, k=list(m.cuts))
+    return _safe_div(hits, ctx.num_rel(level)[..., None])
 
 
 @_family("success")
@@ -116,19 +148,21 @@ def _relative_p(ctx, m):
     return _safe_div(hits, jnp.minimum(jnp.asarray(m.cuts, ctx.fdtype), big_r))
 
 
+def _counts(ctx, m):
+    level = ctx.level(m)
+    return ctx.num_ret(), ctx.num_rel(level), ctx.num_rel_ret(level)
+
+
 @_family("set_P")
 def _set_p(ctx, m):
-    return _col(ctx.metric(metrics.precision, rel=ctx.level(m)))
+    ret, _, rel_ret = _counts(ctx, m)
+    return _col(_safe_div(rel_ret, ret))
 
 
 @_family("set_recall")
 def _set_recall(ctx, m):
-    return _col(ctx.metric(metrics.recall, judged=True, rel=ctx.level(m)))
-
-
-def _counts(ctx, m):
-    level = ctx.level(m)
-    return ctx.num_ret(), ctx.num_rel(level), ctx.num_rel_ret(level)
+    _, rel, rel_ret = _counts(ctx, m)
+    return _col(_safe_div(rel_ret, rel))
 
 
 @_family("set_relative_P")
@@ -148,7 +182,9 @@ def _set_f(ctx, m):
     ret, rel, rel_ret = _counts(ctx, m)
     x = m.cuts[0]
     p, r = _safe_div(rel_ret, ret), _safe_div(rel_ret, rel)
-    return _col(jnp.where(rel_ret > 0, _safe_div((x + 1.0) * p * r, x * p + r), 0.0))
+    # trec_eval: (x + 1) * P * R / (x * P + R), each product rounded (no FMA)
+    num = rounded(rounded((x + 1.0) * p) * r)
+    return _col(jnp.where(rel_ret > 0, _safe_div(num, rounded(x * p) + r), 0.0))
 
 
 @_family("utility")
@@ -156,7 +192,10 @@ def _utility(ctx, m):
     ret, rel, rel_ret = _counts(ctx, m)
     a, b, c, d = m.cuts
     n = ctx.plan.num_docs
-    return _col(a * rel_ret + b * (ret - rel_ret) + c * (rel - rel_ret) + d * (n + rel_ret - ret - rel))
+    # trec_eval's sum of four products, left to right, each product rounded (no FMA)
+    value = rounded(a * rel_ret) + rounded(b * (ret - rel_ret))
+    value = value + rounded(c * (rel - rel_ret))
+    return _col(value + rounded(d * (n + rel_ret - ret - rel)))
 
 
 @_family("num_nonrel_judged_ret")
@@ -179,62 +218,27 @@ def _judged(ctx, m):
     return out if m.cuts else _col(out)
 
 
-def _whole(ctx) -> int:
-    """A cutoff that keeps both the whole list and every judgment."""
-    return max(ctx.n, ctx.m)
-
-
-def _ndcg_rels(ctx):
-    """trec_eval's ``ndcg`` and ``ndcg_cut`` (gains are the rels), ``{k: [Q]}``: one
-    :func:`metrics.ndcg` call for every cutoff of the plan and the whole list (``k = n``),
-    so that the judgments are put in their ideal order once. The whole list's key is
-    ``max(n, m)``: the ideal DCG counts every judged document, also past the run's end."""
-
-    def build():
-        cuts = {k for m in ctx.plan.measures if m.family == "ndcg_cut" and not m.pairs for k in m.cuts}
-        ks = sorted(cuts | {_whole(ctx)})
-        values = ctx.metric(metrics.ndcg, judged=True, k=ks, ideal_ranks=ctx.ideal_ranks(()))
-        return {k: values[..., i] for i, k in enumerate(ks)}
-
-    return ctx.memo("ndcg_rels", build)
+def _ndcg_at(ctx, pairs, cuts):
+    """trec_eval's ndcg_cut: the results DCG of the first k documents over the ideal DCG of
+    the first k judgments, ``[Q, C]`` (0 where the ideal is 0)."""
+    return _safe_div(at(ctx.dcg_running(pairs), cuts), at(ctx.ideal_dcg_running(pairs), cuts))
 
 
 @_family("ndcg_cut")
 def _ndcg_cut(ctx, m):
-    if not m.pairs:
-        return jnp.stack([_ndcg_rels(ctx)[k] for k in m.cuts], -1)
-    return _ndcg_gains(ctx, m.pairs, list(m.cuts))
-
-
-def _ndcg_gains(ctx, pairs, k):
-    """nDCG with a gain map: gains passed as labels (results: every rel; ideal: the positive
-    gains of judged documents), so the ideal is ordered by gain, as trec_eval orders it."""
-    gains = ctx.gains(ctx.rr, pairs)
-    ideal = ctx.ideal_gains(pairs)
-    return metrics.ndcg(
-        ctx.scores,
-        gains,
-        k=k,
-        where=ctx.where,
-        ranker=ctx.ranks,
-        gain=_identity,
-        judgments=ideal,
-        judgments_where=ideal > 0,
-        ideal_ranks=ctx.ideal_ranks(pairs),
-    )
+    return _ndcg_at(ctx, m.pairs, m.cuts)
 
 
 @_family("ndcg")
 def _ndcg(ctx, m):
-    if not m.pairs:
-        return _col(_ndcg_rels(ctx)[_whole(ctx)])
-    return _col(_ndcg_gains(ctx, m.pairs, None))
+    """trec_eval's ndcg: the whole list's DCG over the ideal DCG of every judgment of positive
+    gain (also past the run's end)."""
+    return _col(_safe_div(ctx.dcg_total(m.pairs), ctx.ideal_dcg_running(m.pairs)[..., -1]))
 
 
 @_family("dcg")
 def _dcg(ctx, m):
-    gains = ctx.gains(ctx.rr, m.pairs)
-    return _col(ctx.metric(metrics.dcg, labels=gains, gain=_identity))
+    return _col(ctx.dcg_total(m.pairs))
 
 
 @_family("ndcg_exp")
@@ -257,16 +261,6 @@ def _rbp_bin(ctx, m):
     k = list(m.cuts) if m.cuts else None
     out = ctx.metric(metrics.rbp, rel=ctx.level(m), p=p, k=k)
     return out if m.cuts else _col(out)
-
-
-def _decay(p, cuts):
-    def f(pos):
-        w = ((1.0 - p) * jnp.power(p, pos - 1.0))[..., None]
-        if cuts:
-            w = w * (pos[..., None] <= jnp.asarray(cuts, pos.dtype))
-        return w
-
-    return f
 
 
 @_family("rbp")
@@ -298,16 +292,21 @@ def _rbp(ctx, m):
     scaled = _safe_div(g - lo[..., None], (hi - lo)[..., None])
     g = jnp.where(rescale & listed, scaled, g)
     g = jnp.where(ctx.where, g, 0.0)
-    out = ctx.ranks.linear(g, _decay(p, m.cuts))
-    return out
+    # trec_eval: sum += gain * p^i (p^i a running product), then (1 - p) * sum
+    terms = ctx.ranks.linear_terms(g) * powers(p, ctx.n, ctx.fdtype)[: ctx.n]
+    if not m.cuts:
+        return _col((1.0 - p) * total(terms))
+    return (1.0 - p) * at(running_sum(terms), m.cuts)
 
 
 @_family("rbp_resid")
 def _rbp_resid(ctx, m):
     p = dict(m.pairs).get("p", 0.9)
     unj = (ctx.where & (ctx.rr < 0)).astype(ctx.fdtype)
-    tail = jnp.power(p, ctx.num_ret())
-    resid = ctx.ranks.linear(unj, _decay(p, ()))[..., 0] + tail
+    pw = powers(p, ctx.n, ctx.fdtype)
+    sum_ = total(ctx.ranks.linear_terms(unj) * pw[: ctx.n])
+    # trec_eval: p^num_ret + (1 - p) * sum, the product rounded (no FMA)
+    resid = jnp.take(pw, ctx.num_ret().astype(jnp.int32)) + rounded((1.0 - p) * sum_)
     return _col(jnp.where(row_sum(unj) > 0, resid, 0.0))
 
 
