@@ -56,8 +56,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Evaluate a TREC run against qrels; output as trec_eval's. "
         "Without files, the demo pair shipped with jaxrank is evaluated.",
     )
-    ev.add_argument("qrels", nargs="?", help="qrels file (qid iter docno rel)")
-    ev.add_argument("run", nargs="?", help="run file (qid Q0 docno rank score tag)")
+    ev.add_argument("qrels", nargs="?", help="qrels file (qid iter docno rel); - reads standard input")
+    ev.add_argument("run", nargs="?", help="run file (qid Q0 docno rank score tag); - reads standard input")
     ev.add_argument(
         "-m",
         dest="measures",

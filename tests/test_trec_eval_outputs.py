@@ -92,3 +92,71 @@ def test_the_command_with_its_xla_flags_and_compilation_cache_is_byte_identical(
         assert done.returncode == 0, done.stderr.decode()
         assert done.stdout == want, attempt
     assert any((tmp_path / "xla").iterdir()), "nothing was written to the compilation cache"
+
+
+# -- the run (or the qrels) from standard input: the path "-", as trec_eval 10 reads a run
+
+
+def _stdin(monkeypatch, data: bytes) -> None:
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+
+
+@pytest.mark.parametrize("expected", ["out.test", "out.test.aq", "out.test.aqcM"])
+def test_run_from_standard_input_is_byte_identical(data, expected, monkeypatch, capsysbinary):
+    args = CASES[expected]
+    _stdin(monkeypatch, (data / args[-1]).read_bytes())
+    assert main(_argv([*args[:-1], "-"])) == 0
+    out, err = capsysbinary.readouterr()
+    assert err == b""
+    assert out == (data / expected).read_bytes()
+
+
+def test_qrels_from_standard_input_is_byte_identical(data, monkeypatch, capsysbinary):
+    _stdin(monkeypatch, (data / "qrels.test").read_bytes())
+    assert main(_argv(["-m", "all_trec", "-q", "-", "results.test"])) == 0
+    assert capsysbinary.readouterr().out == (data / "out.test.aq").read_bytes()
+
+
+def test_run_from_standard_input_with_scattered_queries(data, monkeypatch, capsysbinary):
+    # lines of a query apart: the run is read once, whole (standard input cannot be re-read)
+    lines = (data / "results.test").read_bytes().splitlines(keepends=True)
+    _stdin(monkeypatch, b"".join(lines[::2] + lines[1::2]))
+    assert main(_argv(["-m", "all_trec", "-q", "qrels.test", "-"])) == 0
+    assert capsysbinary.readouterr().out == (data / "out.test.aq").read_bytes()
+
+
+@pytest.mark.parametrize(
+    "argv, stdin, message",
+    [
+        (["qrels.test", "-"], b"301 Q0 d1 1\n", b"jaxrank: <stdin>:1: expected 6 fields"),
+        (["-", "results.test"], b"301 0 d1\n", b"jaxrank: <stdin>:1: expected 4 fields"),
+        (["qrels.test", "-"], b"", b"jaxrank: <stdin>:1: no data lines"),
+        (["-", "-"], b"", b"jaxrank: only one of the qrels and the run can be read from standard input"),
+    ],
+)
+def test_bad_standard_input_is_one_line_naming_it(data, argv, stdin, message, monkeypatch, capsysbinary):
+    _stdin(monkeypatch, stdin)
+    assert main(_argv(argv)) == 1
+    out, err = capsysbinary.readouterr()
+    assert out == b""
+    assert err.startswith(message), err
+    assert err.count(b"\n") == 1
+
+
+def test_run_from_standard_input_as_the_c_binary_reads_it(data, trec_eval_binary, tmp_path):
+    import subprocess
+    import sys
+
+    cases = [(["-q", "-m", "all_trec"], "results.test"), (["-q", "-c", "-m", "all_trec", "-M", "50"], "results.trunc")]
+    for flags, name in cases:
+        run = (data / name).read_bytes()
+        cmd = [*flags, str(data / "qrels.test"), "-"]
+        want = subprocess.run([str(trec_eval_binary), *cmd], input=run, capture_output=True, check=True).stdout
+        got = subprocess.run(
+            [sys.executable, "-m", "jaxrank.cli", "eval", *cmd], input=run, capture_output=True, timeout=300
+        )
+        assert got.returncode == 0, got.stderr.decode()
+        assert got.stdout == want, flags

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import io
 import os
 import re
+import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -414,7 +416,26 @@ def _parse_block(text: _Text, spec: _Spec, name: str) -> _Block:
     return _Block(lines, qids, docnos, values, tag)
 
 
+STDIN = "-"  # the file name that means standard input (trec_eval 10 reads a run so)
+
+
+class _Unclosed(io.RawIOBase):
+    """Standard input's bytes, left open when the reader closes (a second ``-`` then reads
+    what is left: nothing)."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self._raw = raw
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        return self._raw.readinto(b)
+
+
 def _open(path: Path) -> IO[bytes]:
+    if str(path) == STDIN:
+        return _Unclosed(sys.stdin.buffer)  # type: ignore[return-value]
     return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
 
 
@@ -464,7 +485,7 @@ def _texts(path: Path, name: str) -> Iterator[_Text]:
 def _blocks(path: Path, spec: _Spec) -> Iterator[_Block]:
     """Parsed blocks of the file, in order; two threads parse while the file is read (numpy
     releases the GIL in the heavy operations)."""
-    name = str(path)
+    name = "<stdin>" if str(path) == STDIN else str(path)
     with ThreadPoolExecutor(max_workers=_THREADS) as pool:
         pending: deque[Future[_Block]] = deque()
         try:

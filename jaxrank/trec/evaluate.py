@@ -447,7 +447,11 @@ def report(
     for i, meas in enumerate(parsed):
         groups.setdefault(bool(judged_only or meas.judged_only), []).append(i)
     plans = {jo: dataclasses.replace(plan, measures=tuple(parsed[i] for i in idx)) for jo, idx in groups.items()}
+    if _is_stdin(qrels) and _is_stdin(run):
+        raise ValueError("only one of the qrels and the run can be read from standard input ('-')")
     q = qrels if isinstance(qrels, trec.Qrels) else trec.read_qrels(qrels)
+    if _is_stdin(run):  # read once, whole: standard input cannot be read again
+        run = trec.read_run(run)
     guess = None
     if before_run is not None and not isinstance(run, trec.Run):
         guess = before_run(next(iter(plans.values())), q)
@@ -506,6 +510,11 @@ def report(
 
 
 QUERY_SETS = ("run", "qrels")
+
+
+def _is_stdin(source) -> bool:
+    """Whether ``source`` names standard input: the path ``-``, as in trec_eval 10."""
+    return isinstance(source, (str, os.PathLike)) and os.fspath(source) == trec.STDIN
 
 
 def _complete(queries: Optional[str], complete: bool) -> bool:

@@ -45,6 +45,7 @@ from jaxrank.trec._join import _match, _offsets, _packed, _pad, _raise_duplicate
 from jaxrank.trec._parse import (
     _QRELS,
     _RUN,
+    STDIN,
     TrecFormatError,
     _Block,
     _blocks,
@@ -192,10 +193,15 @@ class Batch(_ReadOnly):
 
 
 def _from_file(path: Path, spec: _Spec) -> _Entries:
-    name = str(path)
+    name = _file_name(path)
     if path.is_dir():
         raise TrecFormatError(name, None, "is a directory, not a file")
     return _from_blocks(name, spec, _blocks(path, spec))
+
+
+def _file_name(path: Path) -> str:
+    """How messages name a file: its path, or ``<stdin>`` for ``-`` (standard input)."""
+    return "<stdin>" if str(path) == STDIN else str(path)
 
 
 def _from_blocks(name: str, spec: _Spec, blocks: Iterable[_Block]) -> _Entries:
@@ -418,7 +424,7 @@ def _run_parts(path: str | os.PathLike) -> Iterator[Run]:
     be read first, then a NaN score, then a document twice (the first of each in the file).
     """
     path = Path(path)
-    name = str(path)
+    name = _file_name(path)
     if path.is_dir():
         raise TrecFormatError(name, None, "is a directory, not a file")
     seen: set[bytes] = set()
