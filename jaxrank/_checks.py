@@ -1,4 +1,4 @@
-"""Input validation shared by metrics, rankers and losses.
+"""Input validation shared by metrics, rankers, losses, comparison and fusion.
 
 Every check runs on static information (shapes, dtypes, Python numbers) before
 any tracing, and raises a ``ValueError`` that names the argument.
@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Sequence
-from typing import Optional, Union
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Optional, Union
 
 import jax
 import jax.numpy as jnp
@@ -126,3 +128,40 @@ def boolean(value, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise ValueError(f"{name} must be True or False, got {value!r}")
     return bool(value)
+
+
+def _one_run(runs: Mapping) -> bool:
+    """Whether a dict is itself one run, ``{qid: {docno: score}}``, rather than runs by name
+    (whose dict values are runs: paths, ``{qid: {...}}`` dicts, Run objects, ...)."""
+    return any(isinstance(v, Mapping) and any(not isinstance(x, Mapping) for x in v.values()) for v in runs.values())
+
+
+def named_runs(runs) -> dict[str, Any]:
+    """``runs``, a list of runs or a dict ``{name: run}``, as ``{name: run}`` (in order).
+
+    A list's runs get the names ``jaxrank compare`` gives its files: a path is named by its
+    file name (by the path itself when two file names clash), any other run ``run_1``,
+    ``run_2``, ... by its position (ranx's names for unnamed runs). A dict that is itself one
+    run (``{qid: {docno: score}}``) is refused.
+
+    >>> list(named_runs(["a/bm25.run", {"q1": {"d1": 1.0}}]))
+    ['bm25.run', 'run_2']
+    >>> list(named_runs(["a/x.run", "b/x.run"]))
+    ['a/x.run', 'b/x.run']
+    """
+    if isinstance(runs, Mapping):
+        if _one_run(runs):
+            raise TypeError("runs must be a list of runs or a dict {name: run}, got one run {qid: {docno: score}}")
+        out = {str(name): run for name, run in runs.items()}
+    elif isinstance(runs, (str, bytes, os.PathLike)) or not isinstance(runs, Sequence):
+        raise TypeError(f"runs must be a list of runs or a dict {{name: run}}, got {type(runs).__name__}")
+    else:
+        paths = [isinstance(r, (str, os.PathLike)) for r in runs]
+        names = [Path(r).name if p else f"run_{i + 1}" for i, (r, p) in enumerate(zip(runs, paths))]
+        if len(set(names)) < len(names):  # same file names in different folders: the paths name them
+            names = [os.fspath(r) if p else n for r, p, n in zip(runs, paths, names)]
+        if len(set(names)) < len(names):
+            clash = next(n for n in names if names.count(n) > 1)
+            raise ValueError(f"runs: {clash!r} is given twice; give each run once, or a dict {{name: run}}")
+        out = dict(zip(names, runs))
+    return out

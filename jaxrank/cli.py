@@ -124,13 +124,13 @@ def _compare_parser(sub) -> None:
 
 
 def _run_compare(args) -> str:
+    from jaxrank import _checks
     from jaxrank.comparison import compare
 
-    names = [Path(r).name for r in args.runs]
-    if len(set(names)) < len(names):
-        names = list(args.runs)  # same file names in different folders: the paths name them
-    if len(set(names)) < len(names):
-        raise _UsageError("each RUN must be given once")
+    try:  # the names jaxrank.compare gives a list of paths: file names, or paths where they clash
+        names = list(_checks.named_runs(args.runs))
+    except ValueError:
+        raise _UsageError("each RUN must be given once") from None
     for path in [args.qrels, *args.runs]:
         if not os.path.isfile(path):
             raise _UsageError(f"no such file: {path}")

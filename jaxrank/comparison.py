@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any, Optional
@@ -252,7 +253,7 @@ def _per_query(qrels, run, measures, queries: str) -> dict[str, dict[str, float]
 
 def compare(
     qrels,
-    runs: Mapping[str, Any],
+    runs: Mapping[str, Any] | Sequence[Any],
     measures: Sequence[str] | str = ("map", "ndcg_cut.10"),
     *,
     baseline: Optional[str] = None,
@@ -268,10 +269,15 @@ def compare(
 
     Args:
       qrels: anything :func:`jaxrank.evaluate` takes as qrels (path, dict, records, Qrels).
-      runs: ``{name: run}``, each run anything :func:`jaxrank.evaluate` takes (at least two).
+      runs: ``{name: run}``, or a list of runs (ranx's form), each run anything
+        :func:`jaxrank.evaluate` takes (at least two). A list's runs are named as ``jaxrank
+        compare`` names its files: a path by its file name (by the whole path when two file
+        names clash), any other run ``run_1``, ``run_2``, ... by position, as ranx names
+        unnamed runs.
       measures: measure strings (trec_eval's or ir_measures'); their per-query values must
         be numbers.
-      baseline: a name of ``runs``: test every other system against it; None: every pair.
+      baseline: a name of ``runs`` (for a list, also a path in it): test every other system
+        against it; None: every pair.
       test: ``"randomization"`` (Fisher's, :func:`jaxrank.stats.randomization_test`),
         ``"ttest"``, ``"wilcoxon"`` or ``"sign"``.
       n_resamples: random sign assignments of the randomization test and bootstrap
@@ -305,17 +311,22 @@ def compare(
     alpha = _checks.in_range(alpha, "alpha", 0, 1)
     confidence = _checks.in_range(confidence, "confidence", 0, 1)
     n_resamples = stats._resamples(n_resamples)
-    if not isinstance(runs, Mapping) or len(runs) < 2:
-        raise ValueError("runs must be a dict {name: run} of at least two runs")
-    systems = tuple(str(name) for name in runs)
-    if baseline is not None and baseline not in runs:
+    named = _checks.named_runs(runs)
+    if len(named) < 2:
+        raise ValueError(f"runs must hold at least two runs (a dict {{name: run}} or a list), got {len(named)}")
+    systems = tuple(named)
+    if baseline is not None and baseline not in named and isinstance(baseline, (str, os.PathLike)):
+        # a run given as a path is named by its path too, as jaxrank compare --baseline takes either
+        paths = {os.fspath(r): name for name, r in named.items() if isinstance(r, (str, os.PathLike))}
+        baseline = paths.get(os.fspath(baseline), baseline)
+    if baseline is not None and baseline not in named:
         raise ValueError(f"baseline {baseline!r} is not one of the runs {list(systems)}")
     if isinstance(measures, str):
         measures = [measures]
     if not isinstance(qrels, Qrels):
         qrels = read_qrels(qrels)  # read (or converted) once for every run
 
-    per_query = [_per_query(qrels, run, list(measures), queries) for run in runs.values()]
+    per_query = [_per_query(qrels, run, list(measures), queries) for run in named.values()]
     names = [k for k, v in next(iter(per_query[0].values()), {}).items() if isinstance(v, float)]
     common = set(per_query[0])
     for pq in per_query[1:]:

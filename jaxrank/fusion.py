@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
@@ -70,6 +71,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrank import _checks
 from jaxrank._lists import positions
 from jaxrank.trec import files as trec
 from jaxrank.trec._join import _ranges, _run_order
@@ -343,24 +345,40 @@ def fuse_scores(
 
 
 def _as_runs(runs: Any) -> list[trec.Run]:
+    """The runs of a list or of a dict ``{name: run}`` (in its order), read; a bad one is
+    named as the caller wrote it: ``runs[1]``, ``runs['bm25']``."""
     if isinstance(runs, Mapping):
-        raise TypeError("runs must be a list of runs, got a dict (for named runs pass list(runs.values()))")
-    if isinstance(runs, (str, bytes)) or not isinstance(runs, Sequence):
-        raise TypeError(f"runs must be a list of runs (paths, dicts, Run objects), got {type(runs).__name__}")
-    if len(runs) == 0:
+        items = [(repr(name), run) for name, run in _checks.named_runs(runs).items()]  # not one run
+    elif isinstance(runs, (str, bytes, os.PathLike)) or not isinstance(runs, Sequence):
+        raise TypeError(f"runs must be a list of runs or a dict {{name: run}}, got {type(runs).__name__}")
+    else:
+        items = [(str(i), run) for i, run in enumerate(runs)]  # unnamed: the same run may come twice
+    if not items:
         raise ValueError("runs is empty: fusion needs at least one run")
     out = []
-    for i, run in enumerate(runs):
+    for label, run in items:
         if isinstance(run, trec.Run):
             out.append(run)
             continue
         try:
             out.append(trec.read_run(run))
         except TypeError as e:
-            raise TypeError(f"runs[{i}]: {e}") from None
+            raise TypeError(f"runs[{label}]: {e}") from None
         except ValueError as e:  # TrecFormatError names the file and line; say which run too
-            raise ValueError(f"runs[{i}]: {e}") from None
+            raise ValueError(f"runs[{label}]: {e}") from None
     return out
+
+
+def _weights_by_name(runs: Any, params: Optional[Mapping]) -> Optional[Mapping]:
+    """``params`` with ``weights`` given as ``{name: weight}`` (runs given as a dict) turned
+    into the list, in the order of the runs."""
+    weights = None if params is None else params.get("weights")
+    if not isinstance(weights, Mapping):
+        return params
+    if not isinstance(runs, Mapping) or set(map(str, weights)) != set(map(str, runs)):
+        raise ValueError("params['weights'] as a dict must name every run of a dict of runs, and only those")
+    by_name = {str(k): w for k, w in weights.items()}
+    return {**params, "weights": [by_name[str(name)] for name in runs]}
 
 
 def _align(runs: list[trec.Run]):
@@ -406,7 +424,7 @@ def _chunks(counts: np.ndarray, method: str, n_runs: int):
 
 
 def fuse(
-    runs: Sequence[Any],
+    runs: Sequence[Any] | Mapping[str, Any],
     *,
     method: str = "wsum",
     norm: Optional[str] = "min-max",
@@ -415,14 +433,15 @@ def fuse(
     """Fuse runs as ``ranx.fuse(runs, norm=norm, method=method, params=params)`` does.
 
     Args:
-        runs: a list of runs, each as :func:`jaxrank.evaluate` takes it (a run file path, a
-            ``{qid: {docno: score}}`` dict, records, a DataFrame, a :class:`jaxrank.trec.Run`).
-            A query missing from a run is one the run retrieved nothing for (ranx requires
-            every run to have the same queries).
+        runs: a list of runs (ranx's form) or a dict ``{name: run}`` (``jaxrank.compare``'s;
+            its order is the runs' order), each run as :func:`jaxrank.evaluate` takes it (a
+            run file path, a ``{qid: {docno: score}}`` dict, records, a DataFrame, a
+            :class:`jaxrank.trec.Run`). A query missing from a run is one the run retrieved
+            nothing for (ranx requires every run to have the same queries).
         method: one of :data:`METHODS` (ranx's names; formulas in the module docstring).
         norm: one of :data:`NORMS`, applied to each run per query before fusing.
         params: the method's parameters, ranx's names (``k``, ``sigma``, ``phi``, ``gamma``,
-            ``weights``).
+            ``weights``: a list in the runs' order, or ``{name: weight}`` for a dict of runs).
 
     Returns:
         A :class:`jaxrank.trec.Run` holding every candidate of every query (the union of the
@@ -432,14 +451,18 @@ def fuse(
     Raises:
         ValueError: an unknown ``method`` or ``norm``, ``norm="borda"`` with a rank-based
             method, a missing, unknown or out-of-range parameter, no runs or no documents.
-        TypeError: ``runs`` is not a list of runs.
+        TypeError: ``runs`` is not a list or dict of runs (a dict that is itself one run,
+            ``{qid: {docno: score}}``, is refused).
 
     >>> a = {"q1": {"d1": 3.0, "d2": 1.0}}
     >>> b = {"q1": {"d2": 2.0, "d3": 1.0}}
     >>> fuse([a, b], method="rrf", params={"k": 1}).to_dict()
     {'q1': {'d2': 0.8333333333333333, 'd1': 0.5, 'd3': 0.3333333333333333}}
+    >>> fuse({"bm25": a, "dense": b}, method="wsum", params={"weights": {"bm25": 0.7, "dense": 0.3}}).to_dict()
+    {'q1': {'d1': 0.7, 'd2': 0.3, 'd3': 0.0}}
     """
     method, norm = _check_names(method, norm)
+    params = _weights_by_name(runs, params)
     runs = _as_runs(runs)
     params = _check_params(method, params, len(runs))
     qids, starts, docnos, entry_r, candidate, entry_s = _align(runs)

@@ -136,6 +136,22 @@ def test_missing_queries_score_zero_or_are_dropped(trec_files):
     assert len(common.queries) == N_QUERIES - 1 and "q3" not in common.queries
 
 
+def test_a_list_of_runs_is_named_as_the_command_line_names_its_files(trec_files):
+    """ranx's form: a list. Paths are named by file name (as ``jaxrank compare`` names them),
+    other runs ``run_2``, ``run_3``, ... by position (ranx's names for unnamed runs); a path
+    also names its run as ``baseline``. Values and p-values are the dict form's."""
+    qrels, runs = trec_files
+    b = jaxrank.trec.read_run(str(runs["b.run"])).to_dict()
+    kwargs = {"test": "ttest", "n_resamples": 50}
+    listed = jaxrank.compare(str(qrels), [str(runs["a.run"]), b], "P.5", baseline=str(runs["a.run"]), **kwargs)
+    named = jaxrank.compare(str(qrels), {"a.run": str(runs["a.run"]), "run_2": b}, "P.5", baseline="a.run", **kwargs)
+    assert listed.systems == named.systems == ("a.run", "run_2") and listed.baseline == "a.run"
+    np.testing.assert_array_equal(listed.values, named.values)
+    np.testing.assert_array_equal(listed.pvalue, named.pvalue)
+    with pytest.raises(TypeError, match="got one run"):  # {qid: {docno: score}} is one run, not runs by name
+        jaxrank.compare(str(qrels), b)
+
+
 def test_bad_input(capsys, trec_files):
     qrels, runs = trec_files
     a = str(runs["a.run"])

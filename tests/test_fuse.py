@@ -206,6 +206,25 @@ def test_inputs_and_outputs(runs, tmp_path):
         assert keys == sorted(keys, reverse=True), q
 
 
+def test_a_dict_of_runs_fuses_as_the_list_of_its_values(runs):
+    """``{name: run}`` (compare's form) fuses its runs in the dict's order; its weights may be
+    given by name."""
+    dicts, _ = runs
+    named = dict(zip(("bm25", "dense", "splade"), dicts))
+    weights = [0.5, 0.2, 0.3]
+    want = jaxrank.fuse(dicts, method="wsum", params={"weights": weights}).to_dict()
+    assert jaxrank.fuse(named, method="wsum", params={"weights": weights}).to_dict() == want
+    by_name = {"splade": 0.3, "bm25": 0.5, "dense": 0.2}
+    assert jaxrank.fuse(named, method="wsum", params={"weights": by_name}).to_dict() == want
+    assert jaxrank.fuse(named, method="rrf").to_dict() == jaxrank.fuse(dicts, method="rrf").to_dict()
+    once, twice = (jaxrank.fuse([dicts[0]] * r, method="rrf").to_dict() for r in (1, 2))  # a list may repeat a run
+    assert twice == {q: {d: 2 * v for d, v in docs.items()} for q, docs in once.items()}
+    with pytest.raises(ValueError, match=r"params\['weights'\] as a dict must name every run"):
+        jaxrank.fuse(named, method="wsum", params={"weights": {"bm25": 1.0}})
+    with pytest.raises(ValueError, match=r"params\['weights'\] as a dict"):
+        jaxrank.fuse(dicts, method="wsum", params={"weights": by_name})
+
+
 @pytest.mark.parametrize(
     "kwargs,match",
     [
@@ -241,8 +260,12 @@ def test_bad_runs():
         jaxrank.fuse([])
     with pytest.raises(ValueError, match=r"runs\[0\]: <dict>: no entries"):
         jaxrank.fuse([{}, {}])
-    with pytest.raises(TypeError, match="runs must be a list"):
+    with pytest.raises(TypeError, match="runs must be a list of runs or a dict .* got one run"):
         jaxrank.fuse({"q": {"a": 1.0}})
+    with pytest.raises(TypeError, match="runs must be a list"):
+        jaxrank.fuse("a.run")
+    with pytest.raises(TypeError, match=r"runs\['x'\]"):
+        jaxrank.fuse({"w": {"q": {"a": 1.0}}, "x": 3.5})
     with pytest.raises(TypeError, match=r"runs\[1\]"):
         jaxrank.fuse([{"q": {"a": 1.0}}, 3.5])
     with pytest.raises(ValueError, match="where must be"):
