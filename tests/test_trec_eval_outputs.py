@@ -42,6 +42,10 @@ CASES = {
     ],
 }
 
+# run queries absent from the qrels, per case (the comment test's run answers 301 topics, its
+# qrels judge 31)
+SKIPPED = {"out.comment.test": 270}
+
 
 def _argv(args):
     return ["eval"] + [str(DATA / a) if (DATA / a).is_file() else a for a in args]
@@ -59,7 +63,11 @@ def test_byte_identical(data, expected, capsysbinary):
     status = main(_argv(CASES[expected]))
     out, err = capsysbinary.readouterr()
     assert status == 0, err.decode()
-    assert err == b""
+    if expected in SKIPPED:  # run queries trec_eval skips without a word: counted on stderr
+        note = f"jaxrank eval: skipped {SKIPPED[expected]} run queries with no judgments in the qrels"
+        assert err.startswith(note.encode()) and err.count(b"\n") == 1, err
+    else:
+        assert err == b""
     want = (data / expected).read_bytes()
     if out != want:  # show the first differing lines
         got_lines, want_lines = out.decode().splitlines(), want.decode().splitlines()
