@@ -3,7 +3,7 @@
 ::
 
     jaxrank eval QRELS RUN [-m MEASURE ...] [-q] [-c] [-M N] [-l N] [-J] [-N N] [-n]
-                 [--format trec|json|csv] [--trec-eval-version 10|9]
+                 [-Z ZSCORES_FILE] [--format trec|json|csv] [--trec-eval-version 10|9]
 
 ``-m`` takes trec_eval names (``-m all_trec``, ``-m P.5,10``, ``-mndcg_cut.10``) and
 ir_measures strings (``-m nDCG@10 -m 'P(rel=2)@5'``). With the default ``--format trec`` the
@@ -84,6 +84,13 @@ def _parser() -> argparse.ArgumentParser:
         "-N", dest="num_docs", type=int, default=0, metavar="N", help="number of documents in the collection (utility)"
     )
     ev.add_argument("-n", dest="no_summary", action="store_true", help="no summary (the 'all' lines)")
+    ev.add_argument(
+        "-Z",
+        "--Zscore",
+        dest="zscores",
+        metavar="ZSCORES_FILE",
+        help="print z-scores: each value as (value - mean) / stddev, from lines 'qid measure mean stddev'",
+    )
     ev.add_argument(
         "--format",
         choices=("trec", "json", "csv"),
@@ -339,6 +346,7 @@ def _run_eval(args) -> str:
             judged_only=args.judged_only,
             num_docs=args.num_docs,
             version=args.version,
+            zscores=args.zscores,
             before_run=lambda plan, q: _speculate(plan, q, str(run), max_docs=args.max_docs),
         )
     finally:

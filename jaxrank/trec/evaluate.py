@@ -28,6 +28,8 @@ from jaxrank.trec import files as trec
 from jaxrank.trec._join import _ranges
 from jaxrank.trec.engine import _bucket, _executable, _reuse, _rows_per_call, relstring_text
 from jaxrank.trec.measures import MIN_GEO_MEAN, Column, Plan, parse_measures
+from jaxrank.trec.zscores import ZScores, read_zscores
+from jaxrank.trec.zscores import summary as _z_summary
 
 __all__ = ["Report", "evaluate", "report"]
 
@@ -45,6 +47,8 @@ class Report:
         summary: column name -> summary value (float, int or str), for summary columns.
         unjudged: the run's queries absent from the qrels, in run order: skipped, as
             trec_eval skips them (with ``-c`` too); ``jaxrank eval`` reports how many.
+        zscore: the values are z-scores (trec_eval ``-Z``): printed ``Z%-22s``, all
+            ``%6.4f`` (:mod:`jaxrank.trec.zscores`).
     """
 
     qids: list[str]
@@ -52,6 +56,7 @@ class Report:
     values: dict[str, Any]
     summary: dict[str, Any]
     unjudged: tuple[str, ...] = ()
+    zscore: bool = False
 
     # -- Python values ----------------------------------------------------------------------
     def _value(self, column: Column, i: int):
@@ -133,13 +138,18 @@ class Report:
         if per_query and cols and self.qids:
             # [Q, C] lines built by numpy string ufuncs, joined once
             values = np.stack([np.asarray(self._strings(c), dtype=str) for c in cols], axis=1)
-            heads = np.asarray([f"{c.name:<22}\t" for c in cols], dtype=str)[None, :]
+            heads = np.asarray([f"{self._prefix(c)}{c.name:<22}\t" for c in cols], dtype=str)[None, :]
             qids = np.strings.add(np.asarray(self.qids, dtype=str), "\t")[:, None]
             lines = np.strings.add(np.strings.add(heads, qids), values)
             parts.append("\n".join(lines.ravel().tolist()) + "\n")
         if summary:
-            parts.extend(f"{c.name:<22}\tall\t{self._summary_string(c)}\n" for c in self.columns if c.summary)
+            parts.extend(
+                f"{self._prefix(c)}{c.name:<22}\tall\t{self._summary_string(c)}\n" for c in self.columns if c.summary
+            )
         return "".join(parts)
+
+    def _prefix(self, column: Column) -> str:
+        return "Z" if self.zscore and column.kind != "str" else ""
 
     def to_json(self, per_query: bool = False) -> str:
         """``{"all": {...}}``, plus ``"per_query": {qid: {...}}`` with ``per_query``."""
@@ -426,6 +436,7 @@ def report(
     num_docs: int = 0,
     version: str = "10",
     queries: Optional[str] = None,
+    zscores=None,
     before_run: Optional[Callable[[Plan, trec.Qrels], Optional[tuple]]] = None,
 ) -> Report:
     """Evaluate and keep everything: see :func:`evaluate` for the arguments.
@@ -442,6 +453,7 @@ def report(
     if max_docs is not None and max_docs < 0:
         raise ValueError(f"max_docs must be >= 0, got {max_docs}")
     parsed = parse_measures(measures)
+    zs = None if zscores is None else read_zscores(zscores)
     plan = Plan(measures=parsed, level=int(rel_level), num_docs=int(num_docs), version=version)
     groups: dict[bool, list[int]] = {}
     for i, meas in enumerate(parsed):
@@ -506,7 +518,24 @@ def report(
             if column.summary:
                 summary[column.name] = _aggregate(column, v, n_q, tag, complete, positive)
     unjudged = tuple(dict.fromkeys(np.asarray(run_qids)[~np.isin(run_qids, q.qids)].tolist()))
-    return Report(qids=qids, columns=columns, values=values, summary=summary, unjudged=unjudged)
+    if zs is not None:
+        columns, values, summary = _zscored(zs, list(qids), columns, values, summary, complete, positive)
+    return Report(qids=qids, columns=columns, values=values, summary=summary, unjudged=unjudged, zscore=zs is not None)
+
+
+def _zscored(zs: ZScores, qids: list, columns: list, values: dict, summary: dict, complete: bool, positive):
+    """trec_eval ``-Z``: every numeric value as a z-score (``convert_zscores.c``), summed
+    and averaged as trec_eval sums and averages them; counts become doubles."""
+    z = zs.convert(qids, columns, values)
+    out_columns, out_values, out_summary = [], dict(values), dict(summary)
+    for c in columns:
+        if c.kind != "str":
+            c = dataclasses.replace(c, kind="float")
+            out_values[c.name] = z.get(c.name, np.asarray(values[c.name], np.float64))
+            if c.summary:
+                out_summary[c.name] = _z_summary(c, out_values[c.name], len(qids), complete, positive)
+        out_columns.append(c)
+    return out_columns, out_values, out_summary
 
 
 QUERY_SETS = ("run", "qrels")
@@ -558,6 +587,7 @@ def evaluate(
     version: str = "10",
     as_frame: bool = False,
     queries: Optional[str] = None,
+    zscores=None,
 ):
     """Evaluate a run against qrels, as trec_eval does.
 
@@ -587,6 +617,10 @@ def evaluate(
             with exit status 4). ``"qrels"`` (``trec_eval -c``, ir_measures, ranx): every
             query of the qrels, those missing from the run scoring 0; the same as
             ``complete=True``.
+        zscores: trec_eval ``-Z``: a z-scores file (``qid measure mean stddev`` lines) or
+            ``{qid: {measure: (mean, stddev)}}``; every value is then ``(v - mean) /
+            stddev`` per query, and the summary is over those (see
+            :mod:`jaxrank.trec.zscores`).
 
     Returns:
         ``{measure: value}`` over all queries; with ``per_query``,
@@ -623,6 +657,7 @@ def evaluate(
         num_docs=num_docs,
         version=version,
         queries=queries,
+        zscores=zscores,
     )
     if as_frame:
         return rep.to_frame(per_query)
