@@ -3,7 +3,7 @@
 ::
 
     jaxrank eval QRELS RUN [-m MEASURE ...] [-q] [-c] [-M N] [-l N] [-J] [-N N] [-n]
-                 [-Z ZSCORES_FILE] [--format trec|json|csv] [--trec-eval-version 10|9]
+                 [-R qrels|qrels_jg] [-Z ZSCORES_FILE] [--format trec|json|csv] [--trec-eval-version 10|9]
 
 ``-m`` takes trec_eval names (``-m all_trec``, ``-m P.5,10``, ``-mndcg_cut.10``) and
 ir_measures strings (``-m nDCG@10 -m 'P(rel=2)@5'``). With the default ``--format trec`` the
@@ -84,6 +84,14 @@ def _parser() -> argparse.ArgumentParser:
         "-N", dest="num_docs", type=int, default=0, metavar="N", help="number of documents in the collection (utility)"
     )
     ev.add_argument("-n", dest="no_summary", action="store_true", help="no summary (the 'all' lines)")
+    ev.add_argument(
+        "-R",
+        "--Rel_info_format",
+        dest="rel_format",
+        choices=("qrels", "qrels_jg"),
+        default="qrels",
+        help="qrels format: qrels (default), qrels_jg (the second column names a judgment group; -m qrels_jg)",
+    )
     ev.add_argument(
         "-Z",
         "--Zscore",
@@ -328,7 +336,12 @@ def _run_eval(args) -> str:
     from jaxrank.trec.evaluate import report
     from jaxrank.trec.measures import parse_measures
 
-    parse_measures(args.measures)  # bad measure names fail before any file is read
+    if args.rel_format == "qrels_jg":
+        from jaxrank.trec.judgment_groups import parse_jg_measures
+
+        parse_jg_measures(args.measures)  # bad measure names fail before any file is read
+    else:
+        parse_measures(args.measures)
     qrels, run = args.qrels, args.run
     if qrels is None and run is None:
         qrels, run = trec.demo_paths()
@@ -347,6 +360,7 @@ def _run_eval(args) -> str:
             num_docs=args.num_docs,
             version=args.version,
             zscores=args.zscores,
+            rel_format=args.rel_format,
             before_run=lambda plan, q: _speculate(plan, q, str(run), max_docs=args.max_docs),
         )
     finally:

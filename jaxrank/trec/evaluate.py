@@ -437,6 +437,7 @@ def report(
     version: str = "10",
     queries: Optional[str] = None,
     zscores=None,
+    rel_format: str = "qrels",
     before_run: Optional[Callable[[Plan, trec.Qrels], Optional[tuple]]] = None,
 ) -> Report:
     """Evaluate and keep everything: see :func:`evaluate` for the arguments.
@@ -448,6 +449,8 @@ def report(
     ``complete`` or judged-only measures beside others.
     """
     complete = _complete(queries, complete)
+    if rel_format != "qrels":
+        return _other_format(rel_format, qrels, run, measures, complete, max_docs, rel_level, judged_only, zscores)
     if version not in ("9", "10"):
         raise ValueError(f"version must be '10' or '9', got {version!r}")
     if max_docs is not None and max_docs < 0:
@@ -539,6 +542,25 @@ def _zscored(zs: ZScores, qids: list, columns: list, values: dict, summary: dict
 
 
 QUERY_SETS = ("run", "qrels")
+REL_FORMATS = ("qrels", "qrels_jg")  # trec_eval's -R formats jaxrank reads
+
+
+def _other_format(rel_format, qrels, run, measures, complete, max_docs, rel_level, judged_only, zscores) -> Report:
+    """trec_eval ``-R FORMAT`` other than plain qrels: their own measures (pure Python)."""
+    if rel_format == "qrels_jg":
+        from jaxrank.trec.judgment_groups import report_jg
+
+        return report_jg(
+            qrels,
+            run,
+            measures,
+            complete=complete,
+            max_docs=max_docs,
+            rel_level=rel_level,
+            judged_only=judged_only,
+            zscores=zscores,
+        )
+    raise ValueError(f"rel_format must be one of {REL_FORMATS}, got {rel_format!r}")
 
 
 def _is_stdin(source) -> bool:
@@ -588,6 +610,7 @@ def evaluate(
     as_frame: bool = False,
     queries: Optional[str] = None,
     zscores=None,
+    rel_format: str = "qrels",
 ):
     """Evaluate a run against qrels, as trec_eval does.
 
@@ -621,6 +644,10 @@ def evaluate(
             ``{qid: {measure: (mean, stddev)}}``; every value is then ``(v - mean) /
             stddev`` per query, and the summary is over those (see
             :mod:`jaxrank.trec.zscores`).
+        rel_format: trec_eval ``-R``: ``"qrels"`` (default) or ``"qrels_jg"`` (the
+            second column of the qrels names a judgment group; measures ``"qrels_jg"``,
+            ``map_avgjg``, ``P_avgjg``, ``Rprec_mult_avgjg``, averaged over the groups:
+            :mod:`jaxrank.trec.judgment_groups`).
 
     Returns:
         ``{measure: value}`` over all queries; with ``per_query``,
@@ -658,6 +685,7 @@ def evaluate(
         version=version,
         queries=queries,
         zscores=zscores,
+        rel_format=rel_format,
     )
     if as_frame:
         return rep.to_frame(per_query)
