@@ -130,7 +130,10 @@ def _compare_parser(sub) -> None:
     )
     cmp.add_argument("--baseline", metavar="NAME", help="test every run against this one (a RUN's name or path)")
     cmp.add_argument(
-        "--test", choices=("randomization", "ttest", "wilcoxon", "sign"), default="randomization", help="the test"
+        "--test",
+        choices=("randomization", "ttest", "wilcoxon", "sign", "tukey"),
+        default="randomization",
+        help="the test (tukey: Tukey's HSD over all the runs, as ranx; --correction is not applied)",
     )
     cmp.add_argument("--correction", choices=("holm", "bonferroni", "fdr_bh"), default="holm")
     cmp.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")

@@ -14,7 +14,8 @@ Per system and measure: the mean and its bootstrap confidence interval (percenti
 ``n_resamples`` resamples). Per pair (a system against ``baseline``, or every pair of
 systems when there is none) and measure: the test's p-value, the p-value adjusted for the
 number of pairs (``correction`` over the pairs of each measure), and whether the adjusted
-p-value is below ``alpha``.
+p-value is below ``alpha``. ``test="tukey"`` (Tukey's HSD, ranx's ``"tukey"``) tests all the
+systems at once; its p-values are adjusted for every pair already.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from jaxrank.trec.files import Qrels, read_qrels
 
 __all__ = ["Comparison", "compare"]
 
-TESTS = ("randomization", "ttest", "wilcoxon", "sign")
+TESTS = ("randomization", "ttest", "wilcoxon", "sign", "tukey")
 QUERY_SETS = ("qrels", "common")
 _FIELDS = ("system", "baseline", "measure", "mean", "ci_low", "ci_high", "pvalue", "pvalue_adjusted", "significant")
 
@@ -209,6 +210,7 @@ _TEST_NAMES = {
     "ttest": "paired t-test",
     "wilcoxon": "Wilcoxon signed-rank test",
     "sign": "sign test",
+    "tukey": "Tukey's HSD test",
 }
 
 
@@ -240,8 +242,11 @@ def _analyse(values, left, right, key, *, test, n_resamples, correction, confide
         p = stats.paired_ttest(x, y)[1]
     elif test == "wilcoxon":
         p = stats.wilcoxon(x, y)[1]
-    else:
+    elif test == "sign":
         p = stats.sign_test(x, y)
+    else:  # Tukey's HSD over all systems at once (ranx's "tukey"); its p-values are family-wise already
+        p = stats.tukey_hsd(jnp.swapaxes(values, 0, 1))[1][:, left, right].T
+        return mean, low, high, p, p
     adjusted = stats.multipletests(p.T, correction).T  # a family per measure: the pairs
     return mean, low, high, p, adjusted
 
@@ -279,10 +284,15 @@ def compare(
       baseline: a name of ``runs`` (for a list, also a path in it): test every other system
         against it; None: every pair.
       test: ``"randomization"`` (Fisher's, :func:`jaxrank.stats.randomization_test`),
-        ``"ttest"``, ``"wilcoxon"`` or ``"sign"``.
+        ``"ttest"``, ``"wilcoxon"``, ``"sign"`` or ``"tukey"`` (Tukey's HSD,
+        :func:`jaxrank.stats.tukey_hsd`, as ranx's ``compare(stat_test="tukey")``: one test of
+        all the systems, whose p-values are adjusted for every pair already; with a
+        baseline, its pairs are reported).
       n_resamples: random sign assignments of the randomization test and bootstrap
         resamples of the confidence intervals.
       correction: ``"holm"``, ``"bonferroni"`` or ``"fdr_bh"``, over the pairs of each measure.
+        Not applied with ``test="tukey"``: ``pvalue_adjusted`` is then Tukey's p-value and
+        the report's ``correction`` is ``"tukey"``.
       alpha: significance level of the adjusted p-values.
       confidence: level of the bootstrap confidence intervals of the means.
       queries: ``"qrels"`` (every qrels query, missing ones scoring as ``trec_eval -c``) or
@@ -371,7 +381,7 @@ def compare(
         pvalue_adjusted=adjusted,
         significant=adjusted < alpha,
         test=test,
-        correction=correction,
+        correction="tukey" if test == "tukey" else correction,
         alpha=alpha,
         confidence=confidence,
         baseline=baseline,
