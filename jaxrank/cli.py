@@ -3,7 +3,7 @@
 ::
 
     jaxrank eval QRELS RUN [-m MEASURE ...] [-q] [-c] [-M N] [-l N] [-J] [-N N] [-n]
-                 [-R qrels|qrels_jg] [-Z ZSCORES_FILE] [--format trec|json|csv] [--trec-eval-version 10|9]
+                 [-R qrels|qrels_jg|prefs|qrels_prefs] [-Z ZSCORES_FILE] [--format trec|json|csv] [--trec-eval-version 10|9]
 
 ``-m`` takes trec_eval names (``-m all_trec``, ``-m P.5,10``, ``-mndcg_cut.10``) and
 ir_measures strings (``-m nDCG@10 -m 'P(rel=2)@5'``). With the default ``--format trec`` the
@@ -88,9 +88,10 @@ def _parser() -> argparse.ArgumentParser:
         "-R",
         "--Rel_info_format",
         dest="rel_format",
-        choices=("qrels", "qrels_jg"),
+        choices=("qrels", "qrels_jg", "prefs", "qrels_prefs"),
         default="qrels",
-        help="qrels format: qrels (default), qrels_jg (the second column names a judgment group; -m qrels_jg)",
+        help="qrels format: qrels (default), qrels_jg (the second column names a judgment group; -m qrels_jg), "
+        "prefs (qid jg jsg docno rel_level) or qrels_prefs (qrels as preferences; both -m all_prefs)",
     )
     ev.add_argument(
         "-Z",
@@ -343,6 +344,10 @@ def _run_eval(args) -> str:
         from jaxrank.trec.judgment_groups import parse_jg_measures
 
         parse_jg_measures(args.measures)  # bad measure names fail before any file is read
+    elif args.rel_format in ("prefs", "qrels_prefs"):
+        from jaxrank.trec.preferences import parse_prefs_measures
+
+        parse_prefs_measures(args.measures)
     else:
         parse_measures(args.measures)
     qrels, run = args.qrels, args.run

@@ -542,7 +542,7 @@ def _zscored(zs: ZScores, qids: list, columns: list, values: dict, summary: dict
 
 
 QUERY_SETS = ("run", "qrels")
-REL_FORMATS = ("qrels", "qrels_jg")  # trec_eval's -R formats jaxrank reads
+REL_FORMATS = ("qrels", "qrels_jg", "prefs", "qrels_prefs")  # trec_eval's -R formats jaxrank reads
 
 
 def _other_format(rel_format, qrels, run, measures, complete, max_docs, rel_level, judged_only, zscores) -> Report:
@@ -559,6 +559,12 @@ def _other_format(rel_format, qrels, run, measures, complete, max_docs, rel_leve
             rel_level=rel_level,
             judged_only=judged_only,
             zscores=zscores,
+        )
+    if rel_format in ("prefs", "qrels_prefs"):
+        from jaxrank.trec.preferences import report_prefs
+
+        return report_prefs(
+            qrels, run, measures, rel_format=rel_format, complete=complete, max_docs=max_docs, zscores=zscores
         )
     raise ValueError(f"rel_format must be one of {REL_FORMATS}, got {rel_format!r}")
 
@@ -647,7 +653,10 @@ def evaluate(
         rel_format: trec_eval ``-R``: ``"qrels"`` (default) or ``"qrels_jg"`` (the
             second column of the qrels names a judgment group; measures ``"qrels_jg"``,
             ``map_avgjg``, ``P_avgjg``, ``Rprec_mult_avgjg``, averaged over the groups:
-            :mod:`jaxrank.trec.judgment_groups`).
+            :mod:`jaxrank.trec.judgment_groups`); ``"prefs"`` (``qrels`` is then a
+            preferences file, ``qid jg jsg docno rel_level``) or ``"qrels_prefs"`` (qrels
+            read as preferences), with the measures ``"all_prefs"`` (the default there),
+            ``"prefs"`` or ``prefs_*`` (:mod:`jaxrank.trec.preferences`).
 
     Returns:
         ``{measure: value}`` over all queries; with ``per_query``,
