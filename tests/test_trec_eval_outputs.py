@@ -142,7 +142,9 @@ def test_run_from_standard_input_with_scattered_queries(data, monkeypatch, capsy
         (["qrels.test", "-"], b"301 Q0 d1 1\n", b"jaxrank: <stdin>:1: expected 6 fields"),
         (["-", "results.test"], b"301 0 d1\n", b"jaxrank: <stdin>:1: expected 4 fields"),
         (["qrels.test", "-"], b"", b"jaxrank: <stdin>:1: no data lines"),
-        (["-", "-"], b"", b"jaxrank: only one of the qrels and the run can be read from standard input"),
+        (["-", "-"], b"", b"jaxrank: only one of the qrels, the run and the z-scores can be read from standard input"),
+        (["-Z", "-", "qrels.test", "-"], b"", b"jaxrank: only one of the qrels, the run and the z-scores can be read"),
+        (["-Z", "-", "qrels.test", "results.test"], b"301 map 0.1\n", b"jaxrank: <stdin>:1: expected 4 fields"),
     ],
 )
 def test_bad_standard_input_is_one_line_naming_it(data, argv, stdin, message, monkeypatch, capsysbinary):
@@ -168,3 +170,20 @@ def test_run_from_standard_input_as_the_c_binary_reads_it(data, trec_eval_binary
         )
         assert got.returncode == 0, got.stderr.decode()
         assert got.stdout == want, flags
+
+
+@pytest.mark.parametrize(
+    "argv, stdin, expected",
+    [
+        (["-q", "-m", "all_trec", "-Z", "-", "qrels.test", "results.test"], "zscores_file", "out.test.aqZ"),
+        (["-m", "all_prefs", "-q", "-R", "prefs", "-", "prefs.results.test"], "prefs.test", "out.test.prefs"),
+        (["-m", "qrels_jg", "-q", "-R", "qrels_jg", "-", "results.test"], "qrels.123", "out.test.qrels_jg"),
+        (["-m", "qrels_jg", "-q", "-R", "qrels_jg", "qrels.123", "-"], "results.test", "out.test.qrels_jg"),
+    ],
+)
+def test_other_input_modes_read_standard_input(data, argv, stdin, expected, monkeypatch, capsysbinary):
+    _stdin(monkeypatch, (data / stdin).read_bytes())
+    assert main(_argv(argv)) == 0
+    out, err = capsysbinary.readouterr()
+    assert err == b""
+    assert out == (data / expected).read_bytes()

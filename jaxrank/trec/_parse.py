@@ -433,6 +433,20 @@ class _Unclosed(io.RawIOBase):
         return self._raw.readinto(b)
 
 
+def read_whole(path: Path) -> bytes:
+    """A whole (small) input file's bytes; ``-`` is standard input. Raises
+    :class:`TrecFormatError` when it cannot be read."""
+    name = "<stdin>" if str(path) == STDIN else str(path)
+    if path.is_dir():
+        raise TrecFormatError(name, None, "is a directory, not a file")
+    try:
+        if str(path) == STDIN:
+            return sys.stdin.buffer.read()
+        return path.read_bytes()
+    except OSError as e:
+        raise TrecFormatError(name, None, f"cannot open file: {e.strerror or e}") from None
+
+
 def _open(path: Path) -> IO[bytes]:
     if str(path) == STDIN:
         return _Unclosed(sys.stdin.buffer)  # type: ignore[return-value]

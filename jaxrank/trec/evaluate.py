@@ -449,6 +449,8 @@ def report(
     ``complete`` or judged-only measures beside others.
     """
     complete = _complete(queries, complete)
+    if sum(map(_is_stdin, (qrels, run, zscores))) > 1:
+        raise ValueError("only one of the qrels, the run and the z-scores can be read from standard input ('-')")
     if rel_format != "qrels":
         return _other_format(rel_format, qrels, run, measures, complete, max_docs, rel_level, judged_only, zscores)
     if version not in ("9", "10"):
@@ -462,8 +464,6 @@ def report(
     for i, meas in enumerate(parsed):
         groups.setdefault(bool(judged_only or meas.judged_only), []).append(i)
     plans = {jo: dataclasses.replace(plan, measures=tuple(parsed[i] for i in idx)) for jo, idx in groups.items()}
-    if _is_stdin(qrels) and _is_stdin(run):
-        raise ValueError("only one of the qrels and the run can be read from standard input ('-')")
     q = qrels if isinstance(qrels, trec.Qrels) else trec.read_qrels(qrels)
     if _is_stdin(run):  # read once, whole: standard input cannot be read again
         run = trec.read_run(run)

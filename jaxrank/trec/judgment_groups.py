@@ -22,7 +22,7 @@ from typing import Optional, Union
 import numpy as np
 
 from jaxrank.trec import files as trec
-from jaxrank.trec._parse import TrecFormatError, _one_int, _rel_error
+from jaxrank.trec._parse import STDIN, TrecFormatError, _one_int, _rel_error, read_whole
 from jaxrank.trec._plan import Column, MeasureError
 
 __all__ = ["JG_MEASURES", "QrelsJG", "read_qrels_jg", "report_jg"]
@@ -52,14 +52,9 @@ def read_qrels_jg(source: Union[str, os.PathLike, QrelsJG]) -> QrelsJG:
     """
     if isinstance(source, QrelsJG):
         return source
-    name = os.fspath(source)
-    path = Path(name)
-    if path.is_dir():
-        raise TrecFormatError(name, None, "is a directory, not a file")
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise TrecFormatError(name, None, f"cannot open file: {e.strerror or e}") from None
+    path = Path(os.fspath(source))
+    name = "<stdin>" if str(path) == STDIN else str(path)
+    data = read_whole(path)
     groups: dict[bytes, dict[bytes, dict[bytes, int]]] = {}
     seen: dict[tuple[bytes, bytes, bytes], int] = {}
     for i, line in enumerate(data.split(b"\n"), 1):

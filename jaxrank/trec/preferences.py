@@ -26,7 +26,7 @@ from typing import Optional, Union
 import numpy as np
 
 from jaxrank.trec import files as trec
-from jaxrank.trec._parse import TrecFormatError
+from jaxrank.trec._parse import STDIN, TrecFormatError, read_whole
 from jaxrank.trec._plan import Column, MeasureError
 
 __all__ = ["PREFS_MEASURES", "Prefs", "read_prefs", "report_prefs"]
@@ -82,14 +82,9 @@ def read_prefs(source: Union[str, os.PathLike, Prefs], rel_format: str = "prefs"
         return source
     fmt = FORMATS[rel_format]
     n_fields = len(fmt.split())
-    name = os.fspath(source)
-    path = Path(name)
-    if path.is_dir():
-        raise TrecFormatError(name, None, "is a directory, not a file")
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise TrecFormatError(name, None, f"cannot open file: {e.strerror or e}") from None
+    path = Path(os.fspath(source))
+    name = "<stdin>" if str(path) == STDIN else str(path)
+    data = read_whole(path)
     queries: dict[bytes, list] = {}
     for i, line in enumerate(data.split(b"\n"), 1):
         fields = line.split()

@@ -33,7 +33,7 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
-from jaxrank.trec._parse import TrecFormatError
+from jaxrank.trec._parse import STDIN, TrecFormatError, read_whole
 from jaxrank.trec._plan import MIN_GEO_MEAN, Column
 
 __all__ = ["MISSING_ZSCORE_VALUE", "ZScores", "read_zscores"]
@@ -204,14 +204,9 @@ def read_zscores(source: Union[str, os.PathLike, Mapping, ZScores]) -> ZScores:
                     )
                 )
         return _from_entries("<dict>", entries)
-    name = os.fspath(source)
-    path = Path(name)
-    if path.is_dir():
-        raise TrecFormatError(name, None, "is a directory, not a file")
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise TrecFormatError(name, None, f"cannot open file: {e.strerror or e}") from None
+    path = Path(os.fspath(source))
+    name = "<stdin>" if str(path) == STDIN else str(path)
+    data = read_whole(path)
     entries = []
     for i, line in enumerate(data.split(b"\n"), 1):
         fields = line.split()
