@@ -17,6 +17,10 @@ Normalisations (per run and query, over :math:`D_r`; :math:`\\epsilon = 10^{-9}`
 
 * ``"min-max"``: :math:`(s - \\min s) / \\max(\\max s - \\min s, \\epsilon)` (a query whose
   scores are all equal gets 0 everywhere);
+* ``"min-max-inverted"`` (distances: the smallest gets 1):
+  :math:`(\\max s - s) / \\max(\\max s - \\min s, \\epsilon)` (all equal: 0 everywhere), and
+  each run is re-ranked by it (ranx sorts the normalised run), so rank-based methods rank by
+  ascending distance;
 * ``"max"``: :math:`s / \\max(\\max s, \\epsilon)`;
 * ``"sum"``: :math:`(s - \\min s) / \\max(\\sum s - n_r \\min s, \\epsilon)`;
 * ``"zmuv"``: :math:`(s - \\bar s) / \\max(\\sigma, \\epsilon)`, :math:`\\sigma` the population
@@ -47,7 +51,9 @@ Methods (:math:`\\tilde s` the normalised scores, sums over the runs that retrie
 
 Rank-based methods (``rrf``, ``isr``, ``log_isr``, ``logn_isr``, ``rbc``, ``bordafuse``,
 ``w_bordafuse``, ``condorcet``, ``w_condorcet``) use the ranks of the raw scores: every
-normalisation but ``"borda"`` keeps each run's order, so they ignore ``norm``; ``"borda"`` is
+normalisation but ``"borda"`` and ``"min-max-inverted"`` keeps each run's order, so they
+ignore ``norm``; ``"min-max-inverted"`` reverses it (ranks of the inverted scores, ties in
+input order); ``"borda"`` is
 refused with them (ranx then ranks the candidates in Python's set order, which changes with
 ``PYTHONHASHSEED``). Condorcet scores equal ranx's whenever ranx's pairwise comparison is a
 strict total order; where it is not (a tie or a cycle of majorities), ranx's result depends on
@@ -100,7 +106,7 @@ METHODS: tuple[str, ...] = (
     "wsum",
 )
 #: ranx's normalisations (``None``: none).
-NORMS: tuple[Optional[str], ...] = ("min-max", "max", "sum", "zmuv", "rank", "borda", None)
+NORMS: tuple[Optional[str], ...] = ("min-max", "min-max-inverted", "max", "sum", "zmuv", "rank", "borda", None)
 #: Methods that use only each run's ranking.
 RANK_BASED = frozenset(
     {"rrf", "isr", "log_isr", "logn_isr", "rbc", "bordafuse", "w_bordafuse", "condorcet", "w_condorcet"}
@@ -125,8 +131,8 @@ _BIG = 1e9  # ranx's score for a missed document in max / min
 def _check_names(method: Any, norm: Any) -> tuple[str, Optional[str]]:
     if not isinstance(method, str) or method not in METHODS:
         raise ValueError(f"method={method!r} is not a fusion method; expected one of {', '.join(METHODS)}")
-    if norm == "min_max":  # ranx's other spelling
-        norm = "min-max"
+    if norm in ("min_max", "min_max_inverted"):  # ranx's other spellings
+        norm = norm.replace("_", "-")
     if norm is not None and (not isinstance(norm, str) or norm not in NORMS):
         names = ", ".join(repr(n) for n in NORMS)
         raise ValueError(f"norm={norm!r} is not a normalisation; expected one of {names}")
@@ -199,10 +205,12 @@ def _normalise(s: jax.Array, p: jax.Array, rank: jax.Array, norm: Optional[str])
     some = count > 0
     if norm is None:
         return s, p
-    if norm in ("min-max", "sum"):
+    if norm in ("min-max", "min-max-inverted", "sum"):
         lo = jnp.where(some, jnp.min(_masked(s, p, jnp.inf), axis=-1, keepdims=True), 0)
-        if norm == "min-max":
+        if norm != "sum":
             hi = jnp.where(some, jnp.max(_masked(s, p, -jnp.inf), axis=-1, keepdims=True), 0)
+            if norm == "min-max-inverted":  # distances: the smallest gets 1
+                return (hi - s) / jnp.maximum(hi - lo, _EPS), p
             return (s - lo) / jnp.maximum(hi - lo, _EPS), p
         total = jnp.sum(_masked(s, p, 0), axis=-1, keepdims=True)
         return (s - lo) / jnp.maximum(total - lo * count, _EPS), p
@@ -337,6 +345,8 @@ def fuse_scores(
     params = _check_params(method, params, scores.shape[0])
     rank = positions(scores, p)
     s, present = _normalise(scores, p, rank, norm)
+    if norm == "min-max-inverted":  # ranx re-sorts each run by the inverted scores: ranks follow them
+        rank = positions(s, p)
     fused = _combine(method, s, present, rank, params)
     return jnp.where(jnp.any(p, axis=0), fused, jnp.zeros((), fused.dtype))
 

@@ -77,11 +77,13 @@ def _ranx_dict(run: ranx.Run) -> dict:
     return {q: dict(run[q]) for q in run.keys() if len(run[q])}
 
 
-def _ranx_total_order(dicts: list[dict], qid: str, weights) -> bool:
+def _ranx_total_order(dicts: list[dict], qid: str, weights, inverted: bool = False) -> bool:
     """Whether ranx's Condorcet comparison on ``qid`` is a strict total order, so that its
     sort has one result: ranx puts x first when the runs ranking x above y (a missing
-    document at index 1e6) weigh at least as much as the rest."""
-    lists = [sorted(d.get(qid, {}).items(), key=lambda kv: (kv[1], kv[0]), reverse=True) for d in dicts]
+    document at index 1e6) weigh at least as much as the rest. ``inverted``: the runs as
+    min-max-inverted re-sorts them (score ascending, ties in input order: docno descending)."""
+    sign = -1 if inverted else 1
+    lists = [sorted(d.get(qid, {}).items(), key=lambda kv: (sign * kv[1], kv[0]), reverse=True) for d in dicts]
     index = [{doc: i for i, (doc, _) in enumerate(lst)} for lst in lists]
     cands = sorted(set().union(*index))
 
@@ -110,7 +112,7 @@ def test_fuse_equals_ranx(runs, method, norm):
     got = jaxrank.fuse(dicts, method=method, norm=norm, params=params).to_dict()
     if method in ("condorcet", "w_condorcet"):
         weights = WEIGHTS if method == "w_condorcet" else [1] * R
-        defined = [q for q in want if _ranx_total_order(dicts, q, weights)]
+        defined = [q for q in want if _ranx_total_order(dicts, q, weights, norm == "min-max-inverted")]
         assert len(defined) >= 2  # the consensus queries
         got, want = {q: got[q] for q in defined}, {q: want[q] for q in defined}
     _assert_same(got, want)
@@ -159,6 +161,8 @@ ARRAY_CASES = [
     ("bordafuse", "min-max"),
     ("rbc", "rank"),
     ("condorcet", "sum"),
+    ("rrf", "min-max-inverted"),
+    ("wsum", "min-max-inverted"),
 ]
 
 
@@ -173,7 +177,10 @@ def test_array_form_equals_dict_form(runs, method, norm):
     assert np.all(out[~np.asarray(where).any(0)] == 0)  # padding
 
 
-@pytest.mark.parametrize("method,norm", [("med", "zmuv"), ("w_condorcet", None), ("wmnz", "borda")])
+@pytest.mark.parametrize(
+    "method,norm",
+    [("med", "zmuv"), ("w_condorcet", None), ("wmnz", "borda"), ("rbc", "min-max-inverted")],
+)
 def test_array_form_jit_vmap_padding(runs, method, norm):
     dicts, _ = runs
     _, _, scores, where = _aligned(dicts)
@@ -190,6 +197,47 @@ def test_array_form_jit_vmap_padding(runs, method, norm):
     padded = fuse_scores(jnp.pad(scores, pad, constant_values=7.0), jnp.pad(where, pad), method, norm, params)
     np.testing.assert_allclose(padded[..., : want.shape[-1]], want, rtol=1e-12, atol=1e-12)
     assert np.all(np.asarray(padded[..., want.shape[-1] :]) == 0)
+
+
+def _distance_runs(seed: int = 1) -> list[dict]:
+    """Runs of distances (smaller is better, as a dense retriever's L2 distances): 40
+    documents a query, continuous (no ties: ranx's quicksort order of ties above 15 documents
+    does not arise), partial overlap, plus a query whose distances are all equal in one run
+    and a one-document query (min-max-inverted gives them 0)."""
+    rng = np.random.default_rng(seed)
+    docs = [f"p{i:03d}" for i in range(70)]
+    runs: list[dict] = [{} for _ in range(R)]
+    for q in range(6):
+        for r in range(R):
+            chosen = rng.choice(docs, size=40, replace=False).tolist()
+            runs[r][f"q{q}"] = dict(zip(chosen, (rng.gamma(2.0, 0.5, 40) + 0.1 * r).round(6).tolist()))
+    runs[0]["q6"] = dict.fromkeys(docs[:5], 0.7)  # constant distances
+    runs[1]["q6"] = {"p010": 0.2, "p000": 0.9, "p003": 0.4}
+    runs[2]["q6"] = {"p001": 1.5}  # one document
+    return runs
+
+
+@pytest.mark.parametrize("method", ["wsum", "rrf", "mnz", "isr", "rbc", "bordafuse", "w_condorcet", "med"])
+def test_min_max_inverted_on_distances_equals_ranx(method):
+    """Distance scores (``norm="min-max-inverted"``, ranx's normalisation for them): the
+    smallest distance of each run and query gets 1, the largest 0, and rank-based methods rank
+    by ascending distance, as ranx's fuse (it re-sorts each normalised run)."""
+    dicts = _distance_runs()
+    qids = sorted(set().union(*dicts))
+    ranx_runs = [_ranx_run(d, qids, f"r{i}") for i, d in enumerate(dicts)]
+    params = PARAMS.get(method, {})
+    want = _ranx_dict(ranx.fuse(ranx_runs, norm="min-max-inverted", method=method, params=params))
+    got = jaxrank.fuse(dicts, method=method, norm="min_max_inverted", params=params).to_dict()  # either spelling
+    if method == "w_condorcet":
+        defined = [q for q in want if _ranx_total_order(dicts, q, WEIGHTS, inverted=True)]
+        got, want = {q: got[q] for q in defined}, {q: want[q] for q in defined}
+    _assert_same(got, want)
+    if method == "wsum":  # the constant run and the single document contribute 0
+        one = jaxrank.fuse([dicts[0]], method="sum", norm="min-max-inverted").to_dict()
+        assert set(one["q6"].values()) == {0.0}
+        assert jaxrank.fuse([dicts[2]], method="sum", norm="min-max-inverted").to_dict()["q6"] == {"p001": 0.0}
+        closest = min(dicts[1]["q0"], key=dicts[1]["q0"].get)
+        assert jaxrank.fuse([dicts[1]], method="sum", norm="min-max-inverted").to_dict()["q0"][closest] == 1.0
 
 
 def test_inputs_and_outputs(runs, tmp_path):
