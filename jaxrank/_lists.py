@@ -19,7 +19,7 @@ from jaxrank import _checks
 from jaxrank.metrics import _segments
 from jaxrank.metrics._segments import SegmentSlots
 from jaxrank.ranking import hard
-from jaxrank.ranking._backend import inverse_permutation
+from jaxrank.ranking._backend import argsort_descending, inverse_permutation
 from jaxrank.ranking._ties import take
 
 
@@ -87,9 +87,22 @@ def per_list(values: jax.Array, lists: Lists) -> jax.Array:
     if lists.slots is None:
         return jnp.sum(values, axis=-1)
     num_segments = lists.slots.present.shape[-1]
-    in_slot = lists.slots.slot[..., :, None] == jnp.arange(num_segments)
-    out = jnp.sum(jnp.where(in_slot, values[..., :, None], 0), axis=-2)
+    out = _slot_sum(values, lists.slots.slot, num_segments)
     return jnp.where(lists.slots.count[..., None] > num_segments, jnp.nan, out)
+
+
+def _slot_sum(values: jax.Array, slot: jax.Array, num_segments: int) -> jax.Array:
+    """``[..., S]``: the sum of ``values[..., n]`` over the items of each slot (items of
+    slot -1 or past ``S`` dropped), by one scatter-add: O(n), where comparing every
+    item with every slot would hold ``[..., n, S]``."""
+    n = values.shape[-1]
+    flat, ids = values.reshape(-1, n), slot.reshape(-1, n)
+    rows = flat.shape[0]
+    inside = (ids >= 0) & (ids < num_segments)
+    # one id range per row; ids outside every range are dropped by segment_sum
+    ids = jnp.where(inside, ids + num_segments * jnp.arange(rows, dtype=ids.dtype)[:, None], rows * num_segments)
+    out = jax.ops.segment_sum(flat.ravel(), ids.ravel(), num_segments=rows * num_segments)
+    return out.reshape(values.shape[:-1] + (num_segments,))
 
 
 def holds_list(lists: Lists) -> jax.Array:
@@ -111,10 +124,27 @@ def order(values: jax.Array, valid: jax.Array, key=None) -> jax.Array:
     return take(by_draw, ranker(take(values, by_draw), take(valid, by_draw)).order)
 
 
-def positions(scores: jax.Array, valid: jax.Array, same: Optional[jax.Array] = None, key=None) -> jax.Array:
-    """Exact 1-based positions by score (:func:`order`); within each segment with ``same``."""
-    pos = (inverse_permutation(order(scores, valid, key)) + 1).astype(scores.dtype)
-    if same is None:
-        return pos
-    # A row's order restricted to one segment is that segment's order.
-    return jnp.sum(same & (pos[..., None, :] <= pos[..., :, None]), axis=-1).astype(scores.dtype)
+def positions(scores: jax.Array, valid: jax.Array, slot: Optional[jax.Array] = None, key=None) -> jax.Array:
+    """Exact 1-based positions by score, descending (:func:`order`); with ``slot`` (each
+    valid item's segment slot, :class:`jaxrank.metrics.SegmentSlots`), within each segment.
+    Invalid items come after the valid ones (0 with ``slot``). O(n log n): no item is
+    compared with every other.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> s, valid = jnp.array([1.0, 4.0, 3.0, 2.0]), jnp.array([True, True, True, True])
+      >>> positions(s, valid).tolist(), positions(s, valid, jnp.array([0, 1, 0, 1])).tolist()
+      ([4.0, 1.0, 2.0, 3.0], [2.0, 1.0, 1.0, 2.0])
+    """
+    by_score = order(scores, valid, key)
+    if slot is None:
+        return (inverse_permutation(by_score) + 1).astype(scores.dtype)
+    # The items in score order, stably by slot: each segment's items together, in score order.
+    slot = jnp.where(valid, slot, -1).astype(jnp.int32)
+    low = jnp.iinfo(jnp.int32).min
+    by_slot = take(by_score, argsort_descending(take(jnp.where(valid, -slot, low), by_score)))
+    sizes = _slot_sum(valid.astype(jnp.int32), slot, slot.shape[-1])
+    starts = jnp.cumsum(sizes, axis=-1) - sizes  # the place of each segment's first item
+    first = jnp.take_along_axis(starts, jnp.maximum(slot, 0), axis=-1)
+    pos = inverse_permutation(by_slot) + 1 - first
+    return jnp.where(valid, pos, 0).astype(scores.dtype)

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
-from jaxrank import _checks, _lists, metrics
+from jaxrank import _checks, _lists
 from jaxrank.metrics import _common as _c
 
 __all__ = ["PairWeight", "dcg", "dcg2", "labeldiff", "pair_weight"]
@@ -117,19 +117,23 @@ def _gains(lists: _lists.Lists, topn, normalize, gain, discount) -> jax.Array:
     if lists.weights is not None:
         g = g * lists.weights
     g = jnp.where(lists.valid, g, 0)
-    if not normalize:
-        return g
+    return g / _ideal_dcg(g, lists, topn, discount) if normalize else g
 
-    def as_is(x):
-        return x
 
-    if lists.same is None:
-        ideal = metrics.dcg(g, g, k=topn, where=lists.valid, gain=as_is, discount=discount)[..., None]
+def _ideal_dcg(g: jax.Array, lists: _lists.Lists, topn, discount) -> jax.Array:
+    """Per item, the ideal DCG of its list (segment) at ``topn`` with gains ``g``; 1 where
+    it is 0. The gains by their place in the descending order, summed per segment."""
+    slot = None if lists.slots is None else lists.slots.slot
+    place = _lists.positions(g, lists.valid, slot)
+    d = _c.discount_fn(discount)(jnp.maximum(place, 1))
+    if topn is not None:
+        d = jnp.where(place <= topn, d, 0)
+    terms = jnp.where(lists.valid, g * d, 0)
+    if slot is None:
+        ideal = jnp.sum(terms, axis=-1, keepdims=True)
     else:
-        # Each item's own segment as a list of the row: [..., n (item), n].
-        rows = jnp.broadcast_to(g[..., None, :], lists.same.shape)
-        ideal = metrics.dcg(rows, rows, k=topn, where=lists.same, gain=as_is, discount=discount)
-    return g / jnp.where(ideal == 0, 1, ideal)
+        ideal = jnp.take_along_axis(_lists.per_list(terms, lists), jnp.maximum(slot, 0), axis=-1)
+    return jnp.where(ideal == 0, 1, ideal)
 
 
 def _options(topn, normalize) -> Optional[int]:
@@ -145,7 +149,8 @@ class _GainsAndPositions(NamedTuple):
 def _gains_and_positions(scores, labels, where, segments, weights, topn, normalize, gain, discount):
     lists = _lists.prepare(scores, labels, where, segments, weights)
     g = _gains(lists, topn, normalize, gain, discount)
-    return _GainsAndPositions(g, _lists.positions(lists.scores, lists.valid, lists.same))
+    slot = None if lists.slots is None else lists.slots.slot
+    return _GainsAndPositions(g, _lists.positions(lists.scores, lists.valid, slot))
 
 
 def _dcg_pairs(topn: Optional[int], discount_fn: Callable[[jax.Array], jax.Array]):

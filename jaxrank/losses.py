@@ -33,6 +33,7 @@ from jax import lax
 
 from jaxrank import _checks, _lists, lambdaweights, metrics
 from jaxrank.metrics import _common as _c
+from jaxrank.ranking import Ranks
 from jaxrank.ranking._backend import inverse_permutation
 from jaxrank.ranking._ties import take
 from jaxrank.ranking.pairwise import _PAIRS_PER_BLOCK, _PAIRS_PER_LIST, approx
@@ -70,7 +71,10 @@ def metric_loss(
 
     ``metric`` is any metric of :mod:`jaxrank.metrics` (or a callable with its
     signature); ``ranker`` a smooth ranker (default ``jaxrank.approx()``);
-    ``metric_kwargs`` go to the metric (``k``, ``gain``, ``rel``, ...).
+    ``metric_kwargs`` go to the metric (``k``, ``gain``, ``rel``, ...). A ranker (or
+    precomputed :class:`jaxrank.ranking.Ranks`) that is not smooth, such as
+    ``jaxrank.hard()``, is refused: its metric has no gradient in the scores, and the
+    loss would train nothing.
     Minimising the loss maximises the metric, which is right for every
     higher-is-better metric; for fall-out, where lower is better, minimise the
     metric itself instead (``jaxrank.fallout(..., ranker=...)``), since
@@ -84,8 +88,28 @@ def metric_loss(
       0.5
       >>> round(float(metric_loss(scores, labels, metric=jaxrank.precision, ranker=r, k=1)), 5)
       1.0
+      >>> metric_loss(scores, labels, ranker=jaxrank.hard())
+      Traceback (most recent call last):
+      ...
+      ValueError: metric_loss needs a smooth ranker, ...
     """
+    _smooth_ranker(ranker)
     return 1 - metric(scores, labels, where=where, ranker=ranker, **metric_kwargs)
+
+
+def _smooth_ranker(ranker) -> None:
+    """Refuse a ranker, or precomputed Ranks, that says it is not smooth (``smooth`` False):
+    the gradient of a metric through exact ranks is 0 wherever it exists."""
+    if getattr(ranker, "smooth", True):
+        return
+    # Ranks hold arrays: name their kind, not their values
+    given = f"precomputed {type(ranker).__name__}" if isinstance(ranker, Ranks) else repr(ranker)
+    raise ValueError(
+        f"metric_loss needs a smooth ranker, got {given}, whose ranks have no gradient in the scores "
+        "(the loss's gradient would be 0 everywhere): use jaxrank.approx(), jaxrank.softrank(), "
+        "jaxrank.neuralsort(), jaxrank.softsort(), or jaxrank.gumbel() around one of them; "
+        "exact ranks are for evaluation (jaxrank.ndcg(scores, labels), ...)"
+    )
 
 
 def ndcg_loss(scores, labels, *, k=None, where=None, ranker=_DEFAULT_RANKER, **metric_kwargs) -> jax.Array:
