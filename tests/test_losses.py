@@ -109,6 +109,34 @@ def test_metric_losses_are_one_minus_the_metric():
     )
 
 
+@pytest.mark.parametrize("loss", [losses.metric_loss, losses.ndcg_loss, losses.mrr_loss, losses.ap_loss])
+@pytest.mark.parametrize(
+    "ranker",
+    [jaxrank.hard(), jaxrank.hard("pessimistic"), jaxrank.gumbel(jaxrank.hard(), key=jax.random.PRNGKey(0)), "ranks"],
+)
+def test_metric_losses_refuse_a_ranker_without_gradient(loss, ranker):
+    # exact ranks have zero gradient wherever they have one: the loss would train nothing
+    scores, labels = jnp.array([2.0, 1.0, 0.0]), jnp.array([0, 1, 1])
+    if ranker == "ranks":
+        ranker = jaxrank.hard()(scores)  # precomputed exact Ranks
+    with pytest.raises(ValueError, match=r"smooth ranker.*approx.*softrank.*neuralsort.*softsort.*gumbel"):
+        loss(scores, labels, ranker=ranker)
+
+
+def test_metric_losses_take_precomputed_smooth_ranks():
+    # as the metrics do: Ranks of the same scores, computed once, stand for the ranker
+    scores, labels = jnp.array([2.0, 1.0, 0.0]), jnp.array([0, 1, 1])
+    ranker = jaxrank.approx(0.5)
+
+    def with_ranks(s):
+        return losses.ndcg_loss(s, labels, ranker=ranker(s))
+
+    np.testing.assert_allclose(with_ranks(scores), losses.ndcg_loss(scores, labels, ranker=ranker), rtol=1e-12)
+    grad = jax.grad(with_ranks)(scores)
+    np.testing.assert_allclose(grad, jax.grad(lambda s: losses.ndcg_loss(s, labels, ranker=ranker))(scores))
+    assert np.any(np.asarray(grad) != 0)
+
+
 # Masks, shapes, gradients -------------------------------------------------------------
 @pytest.mark.parametrize("name", list(ALL))
 def test_masked_items_change_neither_values_nor_gradients(name):
@@ -257,6 +285,94 @@ def test_losses_check_their_inputs():
         losses.listmle(jnp.zeros(3), jnp.zeros(4))
     with pytest.raises(ValueError):
         losses.pairwise_logistic(jnp.zeros(3, jnp.int32), jnp.zeros(3))
+
+
+# Pairwise losses in row blocks --------------------------------------------------------------
+PAIR_LOSSES = {
+    "logistic": losses.pairwise_logistic,
+    "hinge": losses.pairwise_hinge,
+    "soft_zero_one": losses.pairwise_soft_zero_one,
+    "mse": losses.pairwise_mse,
+    "qr": functools.partial(losses.pairwise_qr, tau=0.3, squared=True),
+}
+PAIR_WEIGHTS = {
+    "none": None,
+    "dcg": functools.partial(lambdaweights.dcg, topn=3),
+    "dcg2": lambdaweights.dcg2,
+    "labeldiff": lambdaweights.labeldiff,
+}
+
+
+def _every_pair_at_once(loss, lambdaweight):
+    """The same loss through a lambdaweight without a PairWeight form: the [..., n, n] path."""
+    if lambdaweight is None:
+        return functools.partial(loss, lambdaweight=lambda s, y, **kw: jnp.ones(s.shape + s.shape[-1:]))
+
+    def opaque(scores, labels, **kwargs):
+        return lambdaweight(scores, labels, **kwargs)
+
+    return functools.partial(loss, lambdaweight=opaque)
+
+
+@pytest.mark.parametrize("weight", list(PAIR_WEIGHTS))
+@pytest.mark.parametrize("name", list(PAIR_LOSSES))
+def test_pairwise_losses_in_row_blocks_equal_every_pair_at_once(monkeypatch, name, weight):
+    # 7 rows per block over lists of 40: 6 blocks, the last padded
+    monkeypatch.setattr(losses, "_PAIRS_PER_LIST", 7 * 40)
+    rng = np.random.default_rng(len(name) + len(weight))
+    shape = (2, 3, 40)
+    s = jnp.asarray(rng.normal(size=shape) * 2)
+    y = jnp.asarray(rng.integers(0, 4, shape).astype(float))
+    kwargs = dict(
+        where=jnp.asarray(rng.random(shape) < 0.8),
+        segments=jnp.asarray(np.sort(rng.integers(0, 4, shape), axis=-1)),
+        weights=jnp.asarray(rng.uniform(0.5, 2.0, shape)),
+    )
+    lambdaweight = PAIR_WEIGHTS[weight]
+    blocked = functools.partial(PAIR_LOSSES[name], lambdaweight=lambdaweight)
+    at_once = _every_pair_at_once(PAIR_LOSSES[name], lambdaweight)
+    assert losses._row_blocks(6, 40) == 7
+    for keys in ((), ("where",), ("where", "segments"), ("weights",), ("where", "segments", "weights")):
+        kw = {k: kwargs[k] for k in keys}
+        out = blocked(s, y, **kw)
+        np.testing.assert_allclose(out, at_once(s, y, **kw), rtol=1e-10, atol=1e-10)
+        # a projection of the per-list values: every list's gradient counts
+        c = jnp.cos(jnp.arange(out.size).reshape(out.shape))
+        g_blocked = jax.grad(lambda x: jnp.sum(c * blocked(x, y, **kw)))(s)
+        g_at_once = jax.grad(lambda x: jnp.sum(c * at_once(x, y, **kw)))(s)
+        np.testing.assert_allclose(g_blocked, g_at_once, rtol=1e-9, atol=1e-10)
+        if "weights" in kw and lambdaweight is None:  # lambdaweights carry no gradient
+            w = kw.pop("weights")
+            gw_blocked = jax.grad(lambda v: jnp.sum(c * blocked(s, y, weights=v, **kw)))(w)
+            gw_at_once = jax.grad(lambda v: jnp.sum(c * at_once(s, y, weights=v, **kw)))(w)
+            np.testing.assert_allclose(gw_blocked, gw_at_once, rtol=1e-9, atol=1e-10)
+
+
+def test_pairwise_losses_have_forward_mode_derivatives_too():
+    s, y = jnp.array([0.3, -1.0, 2.0, 0.5]), jnp.array([1.0, 0.0, 2.0, 0.0])
+    fn = functools.partial(losses.pairwise_logistic, lambdaweight=lambdaweights.dcg)
+    np.testing.assert_allclose(jax.jacfwd(fn)(s, y), jax.grad(fn)(s, y), rtol=1e-12)
+
+
+def _temp_mib(fn, *shapes) -> float:
+    specs = [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in shapes]
+    compiled = jax.jit(jax.value_and_grad(fn)).lower(*specs).compile()
+    return compiled.memory_analysis().temp_size_in_bytes / 2**20
+
+
+@pytest.mark.parametrize("lambdaweight", [None, lambdaweights.dcg])
+def test_pairwise_losses_never_hold_every_pair(lambdaweight):
+    # [16, 4096] float32: every pair is 1 GiB; the blocks keep value and gradient far below
+    batch, n = 16, 4096
+    f32, i32, b = jnp.float32, jnp.int32, jnp.bool_
+
+    def mean_loss(s, y, where, segments):
+        return jnp.mean(
+            losses.pairwise_logistic(s, y, where=where, segments=segments, num_segments=8, lambdaweight=lambdaweight)
+        )
+
+    shapes = [((batch, n), f32), ((batch, n), f32), ((batch, n), b), ((batch, n), i32)]
+    assert _temp_mib(mean_loss, *shapes) < 128
 
 
 # The README's soft loss (issue 11) --------------------------------------------------------
