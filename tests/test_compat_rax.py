@@ -502,6 +502,83 @@ def test_rax_approx_metrics_change_with_masked_items():
         np.testing.assert_allclose(float(ours(s, y, where=where, **kwargs)), apart, **TOL)
 
 
+@pytest.mark.parametrize(
+    "loss, lambdaweight",
+    [
+        ("pairwise_logistic_loss", None),
+        ("pairwise_logistic_loss", "dcg_lambdaweight"),
+        ("pairwise_hinge_loss", "dcg2_lambdaweight"),
+        ("pairwise_mse_loss", "labeldiff_lambdaweight"),
+    ],
+)
+def test_pairwise_losses_in_many_row_blocks_match_rax(monkeypatch, loss, lambdaweight):
+    """The blocked path of the pairwise losses (jaxrank.losses._pair_totals) at 7 rows per
+    block over lists of 300 (43 blocks, the last padded), against rax, which holds every pair."""
+    from jaxrank import losses
+
+    monkeypatch.setattr(losses, "_PAIRS_PER_LIST", 7 * 300)
+    data = _lists(17, shape=(3, 300), segments=True)
+    ours, theirs = getattr(jr, loss), getattr(rax, loss)
+    if lambdaweight is not None:
+        ours = functools.partial(ours, lambdaweight_fn=getattr(jr, lambdaweight))
+        theirs = functools.partial(theirs, lambdaweight_fn=getattr(rax, lambdaweight))
+    s, y = jnp.asarray(data["scores"]), jnp.asarray(data["labels"])
+    for flags in ((False, False, False), (True, False, True), (True, True, True)):
+        for reduce_fn in (jnp.mean, jnp.sum):
+            kwargs = dict(_kwargs(data, *flags), reduce_fn=reduce_fn)
+            np.testing.assert_allclose(float(ours(s, y, **kwargs)), float(theirs(s, y, **kwargs)), **TOL)
+            g_want = np.asarray(jax.grad(lambda x: theirs(x, y, **kwargs))(s))
+            g_got = np.asarray(jax.grad(lambda x: ours(x, y, **kwargs))(s))
+            # float32 sums of 300 terms in another order: rounding scales with the largest
+            np.testing.assert_allclose(g_got, g_want, rtol=2e-5, atol=2e-5 * max(1.0, np.max(np.abs(g_want))))
+
+
+def test_listmle_gradient_is_finite_where_rax_is_nan():
+    """docs/compat/rax.md: rax's ListMLE with where= and segments= has a NaN gradient
+    (every item's) once a segment holds a masked item; jaxrank's is finite, and it is the
+    gradient of the segments padded apart, where rax's own is finite."""
+    s = jnp.array([[0.5, -1.0, 2.0, 0.3, 1.1, -0.2]])
+    y = jnp.array([[2.0, 0.0, 1.0, 1.0, 0.0, 2.0]])
+    where = jnp.array([[True, False, True, True, True, False]])
+    seg = jnp.array([[0, 0, 0, 1, 1, 1]])
+    np.testing.assert_allclose(
+        float(jr.listmle_loss(s, y, where=where, segments=seg)),
+        float(rax.listmle_loss(s, y, where=where, segments=seg)),
+        **TOL,
+    )
+    g_theirs = jax.grad(lambda x: rax.listmle_loss(x, y, where=where, segments=seg))(s)
+    g_ours = jax.grad(lambda x: jr.listmle_loss(x, y, where=where, segments=seg))(s)
+    assert np.all(np.isnan(np.asarray(g_theirs)))
+    assert np.all(np.isfinite(np.asarray(g_ours)))
+    # each segment as its own row, its other items masked: rax's gradient is finite there
+    rows = jnp.concatenate([where & (seg == k) for k in (0, 1)])
+    apart = jax.grad(lambda x: rax.listmle_loss(jnp.repeat(x, 2, 0), jnp.repeat(y, 2, 0), where=rows))(s)
+    assert np.all(np.isfinite(np.asarray(apart)))
+    np.testing.assert_allclose(np.asarray(g_ours), np.asarray(apart), **TOL)
+
+
+def test_moving_from_compat_to_native_changes_the_gain_the_units_and_the_sign():
+    """docs/compat/rax.md, "From compat.rax to jaxrank's own functions": the same list
+    through rax's names and through jaxrank's defaults, and the settings that agree."""
+    import jaxrank
+    from jaxrank import losses
+
+    s = jnp.array([0.9, 0.8, 0.3, 0.1, 0.0])
+    y = jnp.array([0.0, 1.0, 0.0, 4.0, 2.0])
+    # nDCG: rax's gain is 2^y - 1, jaxrank's default is linear (trec_eval's)
+    assert round(float(jr.ndcg_metric(s, y)), 4) == 0.4744
+    assert round(float(jaxrank.ndcg(s, y)), 4) == 0.5428
+    np.testing.assert_allclose(float(jaxrank.ndcg(s, y, gain="exp")), float(jr.ndcg_metric(s, y)), **TOL)
+    np.testing.assert_allclose(float(jr.ndcg_metric(s, y)), float(rax.ndcg_metric(s, y)), **TOL)
+    # the approx loss: rax's is -nDCG with T in score units; jaxrank's is 1 - nDCG with
+    # the linear gain and T in "bounded" units (scaled to the spread of the scores)
+    theirs = float(jr.approx_t12n(jr.ndcg_metric)(s, y))
+    assert round(theirs, 4) == -0.5155
+    assert round(float(losses.ndcg_loss(s, y)), 4) == 0.4031
+    same = losses.ndcg_loss(s, y, gain="exp", ranker=jaxrank.approx(1.0, units="score"))
+    np.testing.assert_allclose(float(same), 1 + theirs, **TOL)
+
+
 def test_the_rax_md_recipe_runs_at_realistic_size():
     """docs/compat/rax.md's switch, on [32, 500] lists with masks, segments and weights at
     a model's score scale; its values against rax's."""
