@@ -64,6 +64,7 @@ def pair_weight(lambdaweight: Callable[..., jax.Array]) -> Optional[Callable[...
     (``scores, labels, *, where, segments, weights``) that returns it, or None where
     ``lambdaweight`` has none (any callable of the ``[..., n, n]`` kind is a lambdaweight;
     those of this module have the form, also under :func:`functools.partial` with keywords).
+    A lambdaweight of your own gets it from its attribute ``pair_weight``, such a function.
 
     Example:
       >>> import functools, jax, jax.numpy as jnp
@@ -91,13 +92,9 @@ def _abs_diff(row: jax.Array, col: jax.Array) -> jax.Array:
     return jnp.abs(row - col)
 
 
-def _labeldiff_pairs(row, col):
-    return _abs_diff(row, col)
-
-
 def _labeldiff_form(scores, labels, *, where=None, segments=None, weights=None) -> PairWeight:
     lists = _lists.prepare(scores, labels, where, segments, weights)
-    return PairWeight(lists.labels, _labeldiff_pairs)
+    return PairWeight(lists.labels, _abs_diff)
 
 
 def labeldiff(scores, labels, *, where=None, segments=None, weights=None) -> jax.Array:
