@@ -1,7 +1,8 @@
 """Ranking metrics, each written once over :class:`jaxrank.ranking.Ranks`.
 
 Modules: :mod:`~jaxrank.metrics.ir` (the trec_eval family), :mod:`~jaxrank.metrics.counts`
-(num_ret, num_rel, num_rel_ret), :mod:`~jaxrank.metrics.curves` (precision-recall curve,
+(num_ret, num_rel, num_rel_ret), :mod:`~jaxrank.metrics.diversity` (alpha-nDCG, ERR-IA and
+the other intent-aware measures of ndeval), :mod:`~jaxrank.metrics.curves` (precision-recall curve,
 ROC AUC), :mod:`~jaxrank.metrics.correlation` (Spearman, Kendall) and
 :mod:`~jaxrank.metrics.sets` (retrieved id sets, the PR-curve area).
 
@@ -32,6 +33,18 @@ from jaxrank.metrics.correlation import kendall_tau, ordered_pair_accuracy, spea
 from jaxrank.metrics.counts import num_rel, num_rel_ret, num_ret
 from jaxrank.metrics.curves import precision_recall_curve, recall_at_fixed_precision, roc_auc
 from jaxrank.metrics.curves import recall_at_precision_from_curve as recall_at_precision_from_curve  # a helper
+from jaxrank.metrics.diversity import (
+    alpha_dcg,
+    alpha_ndcg,
+    ap_ia,
+    err_ia,
+    nerr_ia,
+    nnrbp,
+    nrbp,
+    precision_ia,
+    subtopic_recall,
+)
+from jaxrank.metrics.diversity import greedy_ideal_ranks as greedy_ideal_ranks  # a helper
 from jaxrank.metrics.ir import (
     average_precision,
     dcg,
@@ -49,19 +62,27 @@ from jaxrank.metrics.sets import graded_average_precision, pr_auc, set_precision
 
 # The metrics (helpers, imported "as" themselves above, are not): jaxrank exports this list.
 __all__ = [
+    "alpha_dcg",
+    "alpha_ndcg",
+    "ap_ia",
     "average_precision",
     "dcg",
     "err",
+    "err_ia",
     "fallout",
     "graded_average_precision",
     "kendall_tau",
     "ndcg",
+    "nerr_ia",
+    "nnrbp",
+    "nrbp",
     "num_rel",
     "num_rel_ret",
     "num_ret",
     "ordered_pair_accuracy",
     "pr_auc",
     "precision",
+    "precision_ia",
     "precision_recall_curve",
     "r_precision",
     "rbp",
@@ -72,5 +93,6 @@ __all__ = [
     "set_precision",
     "set_recall",
     "spearman",
+    "subtopic_recall",
     "success",
 ]

@@ -115,11 +115,13 @@ def _too_many(count: jax.Array, num_segments: int) -> None:
         raise ValueError(f"segments: a row holds {most} lists, more than num_segments={num_segments}")
 
 
-def segmented(per_item: tuple[str, ...] = ()):
+def segmented(per_item: tuple[str, ...] = (), label_axes: int = 0):
     """Give a metric ``segments=`` and ``num_segments=`` (module docstring).
 
     ``per_item`` names the metric's keywords that hold per-item arrays
     (``[..., n]``, e.g. ``weights``): they are copied along the segment axis too.
+    ``label_axes``: trailing axes of ``labels`` after the item axis (1 for the
+    diversity metrics' ``[..., n, t]``).
     """
 
     def wrap(metric):
@@ -129,7 +131,7 @@ def segmented(per_item: tuple[str, ...] = ()):
                 if num_segments is not None:
                     raise ValueError("num_segments was given without segments")
                 return metric(scores, labels, **kwargs)
-            return _per_segment(metric, per_item, scores, labels, segments, num_segments, kwargs)
+            return _per_segment(metric, per_item, label_axes, scores, labels, segments, num_segments, kwargs)
 
         signature = inspect.signature(metric)
         extra = [
@@ -152,9 +154,12 @@ _DOC = """
 """
 
 
-def _per_segment(metric, per_item, scores, labels, segments, num_segments, kwargs):
+def _per_segment(metric, per_item, label_axes, scores, labels, segments, num_segments, kwargs):
     scores = _checks.scores(scores)
-    labels = _checks.same_shape(labels, scores.shape, "labels")
+    labels = jnp.asarray(labels)
+    if labels.shape[: labels.ndim - label_axes] != scores.shape or labels.ndim != scores.ndim + label_axes:
+        tail = " + (t,)" if label_axes else ""
+        raise ValueError(f"labels must have the shape of scores {scores.shape}{tail}, got {labels.shape}")
     segments = _checks.segment_ids(segments, scores.shape)
     n = scores.shape[-1]
     num_segments = n if num_segments is None else _checks.positive_int(num_segments, "num_segments")
@@ -169,13 +174,14 @@ def _per_segment(metric, per_item, scores, labels, segments, num_segments, kwarg
     where = layout.slot[..., None, :] == jnp.arange(num_segments, dtype=jnp.int32)[:, None]
     shape = scores.shape[:-1] + (num_segments, n)
 
-    def copies(x):
-        return jnp.broadcast_to(x[..., None, :], shape)
+    def copies(x, tail: int = 0):
+        at = x.ndim - 1 - tail  # the item axis
+        return jnp.broadcast_to(jnp.expand_dims(x, at), shape + x.shape[at + 1 :])
 
     for name in per_item:
         if kwargs.get(name) is not None:
             kwargs[name] = copies(_checks.same_shape(kwargs[name], scores.shape, name))
-    out = metric(copies(scores), copies(labels), where=where, **kwargs)
+    out = metric(copies(scores), copies(labels, label_axes), where=where, **kwargs)
     overflow = layout.count > num_segments
     batch = overflow.shape + (num_segments,)
 

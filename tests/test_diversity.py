@@ -1,0 +1,407 @@
+"""The intent-aware metrics (jaxrank.metrics.diversity) against ndeval's C binary and pyndeval,
+under jit / vmap / padding / segments / 8 host devices, and their smooth relaxations."""
+
+import json
+import subprocess
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxrank
+from jaxrank import losses
+from tests.devices import run_with_host_devices
+
+# ndeval's columns and the array function, cutoff and normalisation each one is
+COLUMNS = {
+    "ERR-IA@5": ("err_ia", 5),
+    "ERR-IA@10": ("err_ia", 10),
+    "ERR-IA@20": ("err_ia", 20),
+    "nERR-IA@5": ("nerr_ia", 5),
+    "nERR-IA@10": ("nerr_ia", 10),
+    "nERR-IA@20": ("nerr_ia", 20),
+    "alpha-DCG@5": ("alpha_dcg", 5),
+    "alpha-DCG@10": ("alpha_dcg", 10),
+    "alpha-DCG@20": ("alpha_dcg", 20),
+    "alpha-nDCG@5": ("alpha_ndcg", 5),
+    "alpha-nDCG@10": ("alpha_ndcg", 10),
+    "alpha-nDCG@20": ("alpha_ndcg", 20),
+    "NRBP": ("nrbp", None),
+    "nNRBP": ("nnrbp", None),
+    "MAP-IA": ("ap_ia", None),
+    "P-IA@5": ("precision_ia", 5),
+    "P-IA@10": ("precision_ia", 10),
+    "P-IA@20": ("precision_ia", 20),
+    "strec@5": ("subtopic_recall", 5),
+    "strec@10": ("subtopic_recall", 10),
+    "strec@20": ("subtopic_recall", 20),
+}
+NAMES = sorted({name for name, _ in COLUMNS.values()})
+USES_ALPHA = {"alpha_dcg", "alpha_ndcg", "err_ia", "nerr_ia", "nrbp", "nnrbp"}
+
+
+def generate(seed, topics=12, subtopics=5):
+    """Diversity qrels ``{topic: {docno: [judgment per subtopic]}}`` and a run
+    ``{topic: [docno in rank order]}``: graded judgments, unjudged retrieved documents,
+    runs shorter and longer than 20, subtopics nobody judged relevant, a topic whose
+    judgments are all 0, topics on one side only."""
+    rng = np.random.default_rng(seed)
+    qrels, run = {}, {}
+    for topic in range(1, topics + 1):
+        m = int(rng.integers(3, 60))
+        docs = [f"d{int(x):04d}" for x in rng.choice(5000, m, replace=False)]
+        grades = rng.choice([0, 0, 0, 1, 2, 3], size=(m, subtopics))
+        if topic == 2:
+            grades[:] = 0
+        grades[:, 0] = np.where(topic % 3 == 0, 0, grades[:, 0])  # a subtopic never relevant
+        if topic != topics:  # the last topic is in the run only
+            qrels[topic] = {d: g for d, g in zip(docs, grades)}
+        if topic == 1:
+            continue  # in the qrels only
+        n = int(rng.integers(1, 45))
+        judged = list(rng.choice(docs, min(m, int(rng.integers(0, n + 1))), replace=False))
+        unjudged = [f"u{int(x):04d}" for x in rng.choice(5000, n - len(judged), replace=False)]
+        ranked = judged + unjudged
+        rng.shuffle(ranked)
+        run[topic] = ranked
+    return qrels, run, subtopics
+
+
+def write(tmp_path, qrels, run):
+    q = tmp_path / "qrels"
+    q.write_text(
+        "".join(
+            f"{t} {s} {d} {int(g[s])}\n" for t, docs in qrels.items() for d, g in docs.items() for s in range(len(g))
+        )
+    )
+    r = tmp_path / "run"
+    # ranks with gaps and lines out of order: ndeval sorts by the rank column
+    lines = [f"{t} Q0 {d} {3 * i + 1} {100 - i} tag\n" for t, docs in run.items() for i, d in enumerate(docs)]
+    r.write_text("".join(reversed(lines)))
+    return q, r
+
+
+def ndeval(binary, qrels_path, run_path, *flags):
+    out = subprocess.run([str(binary), *flags, str(qrels_path), str(run_path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.strip().splitlines()
+    header = lines[0].split(",")
+    rows = {}
+    for line in lines[1:]:
+        fields = line.split(",")
+        if fields[1] != "amean":
+            rows[int(fields[1])] = dict(zip(header[2:], map(float, fields[2:])))
+    return rows
+
+
+def arrays(qrels, run, t, topics):
+    """The padded batch of the given topics, in ndeval's orders: run by rank, judgments
+    by docno ascending."""
+    n = max(len(run[q]) for q in topics)
+    m = max(len(qrels[q]) for q in topics)
+    labels = np.zeros((len(topics), n, t))
+    where = np.zeros((len(topics), n), bool)
+    judgments = np.zeros((len(topics), m, t))
+    jwhere = np.zeros((len(topics), m), bool)
+    for b, q in enumerate(topics):
+        for i, d in enumerate(run[q]):
+            labels[b, i] = qrels[q].get(d, 0)
+            where[b, i] = True
+        for j, d in enumerate(sorted(qrels[q])):
+            judgments[b, j] = qrels[q][d]
+            jwhere[b, j] = True
+    scores = -np.tile(np.arange(n, dtype=float), (len(topics), 1))
+    return dict(scores=scores, labels=labels, where=where, judgments=judgments, judgments_where=jwhere)
+
+
+def values(name, batch, k, alpha=0.5, beta=0.5, ranker=None):
+    kwargs = dict(batch)
+    kwargs["k"] = k
+    if name in USES_ALPHA:
+        kwargs["alpha"] = alpha
+    if name in ("nrbp", "nnrbp"):
+        kwargs["beta"] = beta
+    if ranker is not None:
+        kwargs["ranker"] = ranker
+    scores, labels = kwargs.pop("scores"), kwargs.pop("labels")
+    return np.asarray(getattr(jaxrank, name)(scores, labels, **kwargs))
+
+
+@pytest.mark.parametrize("seed, flags", [(0, ()), (1, ("-alpha", "0.3", "-beta", "0.7")), (2, ("-alpha", "1"))])
+def test_arrays_equal_ndeval_per_topic(ndeval_binary, tmp_path, seed, flags):
+    qrels, run, t = generate(seed)
+    want = ndeval(ndeval_binary, *write(tmp_path, qrels, run), *flags)
+    opts = dict(zip(flags[::2], map(float, flags[1::2])))
+    alpha, beta = opts.get("-alpha", 0.5), opts.get("-beta", 0.5)
+    topics = sorted(set(qrels) & set(run))
+    batch = arrays(qrels, run, t, topics)
+    checked = 0
+    for column, (name, k) in COLUMNS.items():
+        got = values(name, batch, k, alpha, beta)
+        for b, q in enumerate(topics):
+            expected = want[q][column]
+            if np.isnan(expected):  # nNRBP of a topic without relevant judgments: 0/0 in ndeval
+                assert name == "nnrbp" and got[b] == 0
+                continue
+            assert abs(got[b] - expected) <= 5e-7 + 1e-12, (column, q, got[b], expected)
+            checked += 1
+    assert checked > 200
+
+
+def test_arrays_equal_pyndeval_at_other_cutoffs_and_levels():
+    pyndeval = pytest.importorskip("pyndeval")
+    qrels, run, t = generate(3, topics=10, subtopics=4)
+    topics = sorted(set(qrels) & set(run))
+    for rel in (1, 2):
+        records = [
+            (str(q), str(s), d, int(g[s])) for q, docs in qrels.items() for d, g in docs.items() for s in range(t)
+        ]
+        measures = [
+            "ERR-IA@3",
+            "nERR-IA@7",
+            "alpha-DCG@1",
+            "alpha-nDCG@15",
+            "P-IA@2",
+            "strec@6",
+            "NRBP",
+            "nNRBP",
+            "MAP-IA",
+        ]
+        evaluator = pyndeval.RelevanceEvaluator(records, measures, relevance_level=rel, alpha=0.4, beta=0.6)
+        # pyndeval orders by score; these scores keep the rank order
+        scored = [(str(q), d, float(100 - i)) for q in sorted(run) for i, d in enumerate(run[q])]
+        want = evaluator.evaluate(scored)
+        batch = arrays(qrels, run, t, topics)
+        names = {
+            "ERR-IA": "err_ia",
+            "nERR-IA": "nerr_ia",
+            "alpha-DCG": "alpha_dcg",
+            "alpha-nDCG": "alpha_ndcg",
+            "P-IA": "precision_ia",
+            "strec": "subtopic_recall",
+            "NRBP": "nrbp",
+            "nNRBP": "nnrbp",
+            "MAP-IA": "ap_ia",
+        }
+        for measure in measures:
+            base, _, cut = measure.partition("@")
+            got = values(names[base], dict(batch, rel=rel), int(cut) if cut else None, 0.4, 0.6)
+            for b, q in enumerate(topics):
+                expected = want[str(q)][measure]
+                if np.isnan(expected):
+                    assert got[b] == 0
+                    continue
+                np.testing.assert_allclose(got[b], expected, rtol=1e-12, atol=1e-12, err_msg=f"{measure} {q} rel={rel}")
+
+
+def small_batch(seed=0, b=6, n=30, t=4, m=50):
+    rng = np.random.default_rng(seed)
+    scores = np.round(rng.standard_normal((b, n)), 1)  # ties
+    labels = (rng.random((b, n, t)) < 0.2) * rng.integers(1, 3, (b, n, t))
+    where = rng.random((b, n)) < 0.85
+    judgments = (rng.random((b, m, t)) < 0.15).astype(float)
+    judgments[:, :n] = labels * where[..., None]  # the retrieved judged documents are among the judgments
+    jwhere = rng.random((b, m)) < 0.9
+    jwhere[:, :n] = True
+    return scores, labels, where, judgments, jwhere
+
+
+def call(name, scores, labels, **kw):
+    return getattr(jaxrank, name)(scores, labels, **kw)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_jit_vmap_and_padding_leave_the_values_unchanged(name):
+    s, y, w, j, jw = small_batch()
+    kw = dict(where=w, judgments=j, judgments_where=jw)
+    for k in (None, 5, (1, 5, 40)):
+        plain = np.asarray(call(name, s, y, k=k, **kw))
+        jitted = jax.jit(lambda s, y, w, j, jw, k=k: call(name, s, y, k=k, where=w, judgments=j, judgments_where=jw))
+        np.testing.assert_allclose(jitted(s, y, w, j, jw), plain, rtol=1e-12, atol=1e-12)
+        mapped = jax.vmap(lambda s, y, w, j, jw, k=k: call(name, s, y, k=k, where=w, judgments=j, judgments_where=jw))
+        np.testing.assert_allclose(mapped(s, y, w, j, jw), plain, rtol=1e-12, atol=1e-12)
+        # masked items appended to the list and to the judgments change nothing
+        pad = (
+            lambda x, width, value: np.concatenate(  # noqa: E731
+                [x, np.full(x.shape[:1] + (width,) + x.shape[2:], value, x.dtype)], axis=1
+            )
+        )
+        padded = call(
+            name,
+            pad(s, 7, 9.0),
+            pad(y, 7, 1),
+            k=k,
+            where=pad(w, 7, False),
+            judgments=pad(j, 3, 1.0),
+            judgments_where=pad(jw, 3, False),
+        )
+        np.testing.assert_allclose(padded, plain, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_segments_equal_each_list_alone(name):
+    s, y, w, _, _ = small_batch(1, b=1, n=40)
+    segments = np.repeat(np.arange(4), 10)[None]
+    packed = np.asarray(call(name, s, y, k=(3, 10), where=w, segments=segments, num_segments=4))
+    for seg in range(4):
+        part = slice(10 * seg, 10 * seg + 10)
+        alone = call(name, s[:, part], y[:, part], k=(3, 10), where=w[:, part])
+        np.testing.assert_allclose(packed[:, seg], alone, rtol=1e-12, atol=1e-12)
+
+
+def brute_alpha_ndcg(order, rel, judged, k, alpha):
+    """alpha-nDCG@k by definition: gains counted in the given order, the ideal by trying
+    every order of the judged relevant items (small lists)."""
+    import itertools
+
+    def dcg(seq):
+        seen = np.zeros(rel.shape[-1])
+        total = 0.0
+        for p, item in enumerate(seq[:k]):
+            total += np.sum(item * (1 - alpha) ** seen) / np.log2(p + 2)
+            seen += item
+        return total
+
+    best = max(dcg([judged[i] for i in perm]) for perm in itertools.permutations(range(len(judged))))
+    return dcg([rel[i] for i in order]) / best if best > 0 else 0.0
+
+
+def test_greedy_ideal_reaches_the_best_order_on_lists_where_greedy_is_optimal():
+    # one relevant item per subtopic each: the greedy ideal is optimal, and alpha-nDCG of the
+    # ideal order is 1 while any other order scores by definition
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        t = 3
+        judged = np.eye(t)[rng.permutation(t)]
+        judged = np.concatenate([judged, judged[:2]])  # two redundant items
+        scores = rng.standard_normal(len(judged))
+        order = np.argsort(-scores, kind="stable")
+        got = float(jaxrank.alpha_ndcg(scores, judged, k=4, alpha=0.5))
+        np.testing.assert_allclose(got, brute_alpha_ndcg(order, judged, judged, 4, 0.5), rtol=1e-12)
+
+
+SOFT = {
+    "approx": jaxrank.approx(),
+    "softrank": jaxrank.softrank(),
+    "neuralsort": jaxrank.neuralsort(),
+    "softsort": jaxrank.softsort(),
+}
+
+
+@pytest.mark.parametrize("ranker", SOFT, ids=str)
+@pytest.mark.parametrize("n, scale", [(10, 0.01), (10, 100.0), (1000, 0.01), (1000, 100.0)])
+def test_soft_diversity_gradients_are_finite_and_non_zero(ranker, n, scale):
+    if n == 1000 and ranker in ("neuralsort", "softsort"):
+        n = 300  # O(n^2) memory per subtopic and list: the size the docs recommend them for
+    rng = np.random.default_rng(n)
+    scores = jnp.asarray(rng.standard_normal((2, n)) * scale, jnp.float32)
+    labels = jnp.asarray(rng.random((2, n, 4)) < 0.1)
+    for name in ("alpha_ndcg", "nerr_ia", "nnrbp", "ap_ia", "subtopic_recall"):
+        for k in (None, 10):
+            if name in ("nnrbp", "ap_ia") and k is not None:
+                continue
+
+            def loss(s):
+                return jnp.sum(losses.metric_loss(s, labels, metric=getattr(jaxrank, name), ranker=SOFT[ranker], k=k))
+
+            g = np.asarray(jax.jit(jax.grad(loss))(scores))
+            assert np.isfinite(g).all(), (name, k)
+            assert np.abs(g).max() > 0, (name, k)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_soft_values_approach_the_hard_ones_as_the_temperature_vanishes(name):
+    s, y, w, j, jw = small_batch(2)
+    s = s + np.random.default_rng(0).standard_normal(s.shape) * 0.01  # no ties: the limit is one order
+    hard = np.asarray(call(name, s, y, k=(3, 10), where=w, judgments=j, judgments_where=jw))
+    gaps = []
+    for tau in (0.1, 0.01, 0.0005):
+        ranker = jaxrank.approx(tau, units="score")
+        soft = np.asarray(call(name, s, y, k=(3, 10), where=w, judgments=j, judgments_where=jw, ranker=ranker))
+        gaps.append(np.max(np.abs(soft - hard)))
+    assert gaps[-1] < 1e-3 and gaps[-1] <= gaps[0], gaps
+
+
+def test_metric_loss_trains_a_linear_model_on_alpha_ndcg():
+    # the recipe of docs/diversity.md: 64 queries, lists of 200 documents, 5 subtopics
+    import optax
+
+    rng = np.random.default_rng(0)
+    q, n, t, f = 64, 200, 5, 8
+    x = rng.standard_normal((q, n, f)).astype(np.float32)
+    w_true = rng.standard_normal((f, t))
+    labels = ((x @ w_true) > 1.5).astype(np.float32)  # each subtopic relevant along its own direction
+    params = jnp.zeros(f)
+    opt = optax.adam(0.05)
+    state = opt.init(params)
+
+    def loss(p):
+        return jnp.mean(losses.metric_loss(x @ p, labels, metric=jaxrank.alpha_ndcg, k=20))
+
+    @jax.jit
+    def step(p, state):
+        value, g = jax.value_and_grad(loss)(p)
+        updates, state = opt.update(g, state)
+        return optax.apply_updates(p, updates), state, value
+
+    before = float(jnp.mean(jaxrank.alpha_ndcg(x @ params + rng.standard_normal((q, n)), labels, k=20)))
+    for _ in range(100):
+        params, state, _ = step(params, state)
+    after = float(jnp.mean(jaxrank.alpha_ndcg(x @ params, labels, k=20)))
+    assert after > before + 0.2, (before, after)
+
+
+def test_labels_and_judgments_of_the_wrong_shape_are_refused():
+    with pytest.raises(ValueError, match=r"labels must have shape \(3,\) \+ \(t,\)"):
+        jaxrank.alpha_ndcg(jnp.zeros(3), jnp.zeros(3))
+    with pytest.raises(ValueError, match="judgments must have shape"):
+        jaxrank.alpha_ndcg(jnp.zeros(3), jnp.zeros((3, 2)), judgments=jnp.zeros((4, 3)))
+    with pytest.raises(ValueError, match="alpha"):
+        jaxrank.alpha_ndcg(jnp.zeros(3), jnp.zeros((3, 2)), alpha=1.5)
+    with pytest.raises(ValueError, match="beta"):
+        jaxrank.nrbp(jnp.zeros(3), jnp.zeros((3, 2)), beta=-0.1)
+
+
+SHARDED = r"""
+import json
+import jax, jax.numpy as jnp, numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+import jaxrank
+
+mesh = Mesh(jax.devices(), ("d",))
+rows = NamedSharding(mesh, P("d"))
+rng = np.random.default_rng(0)
+B, N, T, M = 16, 24, 3, 32
+s = np.round(rng.standard_normal((B, N)), 1).astype(np.float32)
+y = (rng.random((B, N, T)) < 0.25).astype(np.float32)
+w = rng.random((B, N)) < 0.9
+j = (rng.random((B, M, T)) < 0.2).astype(np.float32)
+j[:, :N] = y * w[..., None]
+jw = np.ones((B, M), bool)
+NAMES = ["alpha_dcg", "alpha_ndcg", "err_ia", "nerr_ia", "nrbp", "nnrbp", "precision_ia", "ap_ia",
+         "subtopic_recall"]
+
+def f(s, y, w, j, jw, ranker):
+    return {n: getattr(jaxrank, n)(s, y, k=(5, 10) if n not in ("nrbp", "nnrbp", "ap_ia") else None, where=w,
+                                   judgments=j, judgments_where=jw, ranker=ranker) for n in NAMES}
+
+gaps = {}
+for label, ranker in {"hard": jaxrank.hard(), "approx": jaxrank.approx(0.5)}.items():
+    g = lambda *a, r=ranker: f(*a, r)
+    whole = jax.jit(g)(s, y, w, j, jw)
+    args = tuple(jax.device_put(a, rows) for a in (s, y, w, j, jw))
+    in_map = jax.jit(jax.shard_map(g, mesh=mesh, in_specs=P("d"), out_specs=P("d")))(*args)
+    in_jit = jax.jit(g)(*args)
+    gap = lambda a, b: max(float(np.max(np.abs(np.asarray(a[n]) - np.asarray(b[n])))) for n in NAMES)
+    gaps[label] = dict(shard_map=gap(in_map, whole), jit=gap(in_jit, whole),
+                       finite=all(bool(np.isfinite(np.asarray(v)).all()) for v in whole.values()))
+print("REPORT" + json.dumps(gaps))
+"""
+
+
+def test_diversity_metrics_on_8_host_devices_equal_the_unsharded_values():
+    report = json.loads(run_with_host_devices(SHARDED, devices=8).split("REPORT", 1)[1])
+    for label, gap in report.items():
+        assert gap["finite"], label
+        assert gap["shard_map"] < 1e-6 and gap["jit"] < 1e-6, (label, gap)
