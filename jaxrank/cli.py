@@ -22,6 +22,7 @@ the run most likely has (overlapping the reading of the run), the garbage collec
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import gzip
 import os
@@ -114,6 +115,11 @@ def _parser() -> argparse.ArgumentParser:
         help="reproduce trec_eval 10.0 (default) or 9.x, as bundled in pytrec_eval",
     )
     _compare_parser(sub)
+    sub.add_parser(  # listed here; its arguments are ndeval's, read by _ndeval_args
+        "ndeval",
+        help="evaluate a diversity run against subtopic qrels (ndeval-compatible; -help for its options)",
+        add_help=False,
+    )
     return parser
 
 
@@ -382,8 +388,178 @@ def _run_eval(args) -> str:
     return rep.to_trec(args.per_query, summary=not args.no_summary)
 
 
+# -- jaxrank ndeval
+
+_NDEVAL_VERSION = "version 4.5 (Mon 29 Apr 2013 20:51:02 EDT)"
+_NDEVAL_USAGE = "usage: jaxrank ndeval [options] QRELS RUN (-help for the options)"
+_NDEVAL_HELP = """jaxrank ndeval [options] QRELS RUN
+  ndeval's novelty and diversity measures for TREC Web tasks, as a CSV on standard
+  output, byte for byte ndeval's (jaxrank/trec/diversity.py). QRELS lines are
+  'topic subtopic docno judgment', RUN lines 'topic Q0 docno rank score runid'.
+
+  options (before QRELS and RUN, as ndeval reads them):
+    -alpha value      redundancy intolerance of alpha-nDCG and NRBP, in [0, 1] (0.5)
+    -beta value       patience of NRBP, in [0, 1] (0.5)
+    -traditional      order runs by score, then docno (default: by the rank column)
+    -baseline RUN     risk-sensitive evaluation against this baseline run
+    -riskAlpha value  losses against the baseline weigh 1 + value (default 0)
+    -c                average over every topic of the qrels (and print the baseline's
+                      topics the run lacks)
+    -M depth          cut each topic of the runs at this depth
+    -version          print ndeval's version
+
+  Measures: ERR-IA, nERR-IA, alpha-DCG, alpha-nDCG, P-IA, strec at 5, 10 and 20; NRBP,
+  nNRBP, MAP-IA.
+"""
+
+
+@dataclasses.dataclass
+class _NdevalArgs:
+    qrels: str = ""
+    run: str = ""
+    alpha: float = 0.5
+    beta: float = 0.5
+    traditional: bool = False
+    complete: bool = False
+    depth: int = 0
+    baseline: Optional[str] = None
+    risk_alpha: float = 0.0
+    risk_alpha_text: str = "0"
+    show: Optional[str] = None  # "help" or "version": print that instead
+
+
+def _c_number(option: str, text: str, whole: bool = False) -> float:
+    """An option's value as ndeval's ``sscanf`` reads it (the number at the start);
+    text without one is refused (ndeval would keep the previous value)."""
+    import re
+
+    from jaxrank.trec.diversity import _strtod
+
+    m = re.match(r"[ \t\n\v\f\r]*([+-]?\d+)", text) if whole else None
+    value = int(m.group(1)) if m else (None if whole else _strtod(text.lstrip(" \t\n\v\f\r").encode()))
+    if value is None:
+        raise _UsageError(f"{option} {text}: not a number; {_NDEVAL_USAGE}")
+    return value
+
+
+def _ndeval_args(words: Sequence[str]) -> _NdevalArgs:
+    """ndeval's command line: options are read from the front while more than QRELS and
+    RUN are left (so the last two words are always the files), as ndeval's ``main`` does.
+
+    >>> a = _ndeval_args(["-alpha", "0.3", "-c", "-M", "5", "q", "r"])
+    >>> a.alpha, a.complete, a.depth, a.qrels, a.run
+    (0.3, True, 5, 'q', 'r')
+    """
+    args, rest = _NdevalArgs(), list(words)
+    while len(rest) != 2:
+        head = rest[0] if rest else ""
+        if head in ("-version", "-help", "--help", "-h"):
+            args.show = "version" if head == "-version" else "help"
+            return args
+        if len(rest) >= 4 and head in ("-alpha", "-beta", "-M", "-baseline", "-riskAlpha"):
+            option, value = head, rest[1]
+            rest = rest[2:]
+            if option == "-baseline":
+                args.baseline = value
+            elif option == "-M":
+                args.depth = int(_c_number(option, value, whole=True))
+                if args.depth <= 0:
+                    raise _UsageError(f"-M {value}: the depth must be positive; {_NDEVAL_USAGE}")
+            else:
+                number = _c_number(option, value)
+                if option == "-riskAlpha":
+                    if number < 0:
+                        raise _UsageError(f"-riskAlpha {value}: must not be negative; {_NDEVAL_USAGE}")
+                    args.risk_alpha, args.risk_alpha_text = number, value
+                elif not 0.0 <= number <= 1.0:
+                    raise _UsageError(f"{option} {value}: must be in [0, 1]; {_NDEVAL_USAGE}")
+                else:
+                    setattr(args, option[1:], number)
+        elif len(rest) >= 3 and head == "-traditional":
+            args.traditional, rest = True, rest[1:]
+        elif len(rest) >= 3 and head.startswith("-"):
+            if any(c not in "ca" for c in head[1:]):  # -a (ndeval's unused 'all') is accepted
+                raise _UsageError(f"unknown option {head}; {_NDEVAL_USAGE}")
+            args.complete = args.complete or "c" in head
+            rest = rest[1:]
+        else:
+            raise _UsageError(_NDEVAL_USAGE)
+    args.qrels, args.run = rest
+    return args
+
+
+def _run_ndeval(args: _NdevalArgs) -> str:
+    from jaxrank.trec import diversity
+
+    qrels = diversity.read_subtopic_qrels(args.qrels, ndeval=True)
+    table = diversity.evaluate_run(
+        qrels,
+        diversity.read_ndeval_run(args.run, traditional=args.traditional, depth=args.depth),
+        alpha=args.alpha,
+        beta=args.beta,
+    )
+    base = None
+    if args.baseline is not None:
+        run = diversity.read_ndeval_run(args.baseline, traditional=args.traditional, depth=args.depth)
+        base = diversity.evaluate_run(qrels, run, alpha=args.alpha, beta=args.beta)
+    return diversity.ndeval_text(
+        table,
+        qrels_topics=len(qrels) if args.complete else None,
+        baseline=base,
+        risk_alpha=args.risk_alpha,
+        risk_alpha_text=args.risk_alpha_text,
+    )
+
+
+def _ndeval_main(words: Sequence[str], command: bool) -> int:
+    """``jaxrank ndeval``: usage errors and bad input end with one line on stderr and exit
+    status 1, as ndeval's do."""
+    try:
+        args = _ndeval_args(words)
+    except _UsageError as e:
+        print(f"jaxrank ndeval: {_one_line(e)}", file=sys.stderr)
+        return 1
+    if args.show is not None:
+        from jaxrank import __version__
+
+        text = (
+            _NDEVAL_HELP
+            if args.show == "help"
+            else f"jaxrank ndeval: jaxrank {__version__}, ndeval {_NDEVAL_VERSION}\n"
+        )
+        sys.stdout.write(text)
+        return _finish(0, command)
+    if command:
+        _start_up()
+    try:
+        text = _run_ndeval(args)
+    except Exception as e:  # malformed input: one line, no traceback
+        from jaxrank.trec import TrecFormatError
+
+        known = isinstance(e, (TrecFormatError, ValueError, OSError))
+        prefix = "" if known else f"internal error ({type(e).__name__}): "
+        print(f"jaxrank ndeval: {prefix}{_one_line(e)}", file=sys.stderr)
+        return _finish(1, command)
+    sys.stdout.write(text)
+    return _finish(0, command)
+
+
+def _start_up() -> None:
+    """The command's start-up settings, before JAX starts (see :func:`main`)."""
+    # The run makes few reference cycles (arrays are freed by reference counting), and
+    # the collector's passes over JAX's many objects are pure overhead here.
+    gc.disable()
+    _one_malloc_arena()
+    _fast_compile_flags()
+    _compilation_cache()
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``jaxrank`` command; returns the exit status."""
+    command = argv is None  # the command itself, not a caller in a Python process
+    words = sys.argv[1:] if argv is None else list(argv)
+    if words[:1] == ["ndeval"]:  # ndeval's own option syntax (-alpha, -c), not argparse's
+        return _ndeval_main(words[1:], command)
     try:
         args = _parser().parse_args(argv)
     except _UsageError as e:
@@ -391,14 +567,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 1
     except SystemExit as e:  # --help
         return int(e.code or 0)
-    command = argv is None  # the command itself, not a caller in a Python process
     if command:
-        # The run makes few reference cycles (arrays are freed by reference counting), and
-        # the collector's passes over JAX's many objects are pure overhead here.
-        gc.disable()
-        _one_malloc_arena()
-        _fast_compile_flags()
-        _compilation_cache()
+        _start_up()
     try:
         text = _run_compare(args) if args.command == "compare" else _run_eval(args)
     except _UsageError as e:

@@ -26,6 +26,7 @@ import numpy as np
 
 from jaxrank.trec import files as trec
 from jaxrank.trec._join import _ranges
+from jaxrank.trec._names import DIVERSITY
 from jaxrank.trec.engine import _bucket, _executable, _reuse, _rows_per_call, relstring_text
 from jaxrank.trec.measures import MIN_GEO_MEAN, Column, Plan, parse_measures
 from jaxrank.trec.zscores import ZScores, read_zscores
@@ -458,6 +459,14 @@ def report(
     if max_docs is not None and max_docs < 0:
         raise ValueError(f"max_docs must be >= 0, got {max_docs}")
     parsed = parse_measures(measures)
+    if any(m.family in DIVERSITY for m in parsed):  # subtopic qrels: their own reading and order
+        if zscores is not None:
+            raise ValueError("z-scores (-Z) are not available for the diversity measures")
+        from jaxrank.trec.diversity import report_diversity
+
+        return report_diversity(
+            qrels, run, parsed, complete=complete, max_docs=max_docs, rel_level=rel_level, judged_only=judged_only
+        )
     zs = None if zscores is None else read_zscores(zscores)
     plan = Plan(measures=parsed, level=int(rel_level), num_docs=int(num_docs), version=version)
     groups: dict[bool, list[int]] = {}

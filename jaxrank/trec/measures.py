@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Optional, Union
 
-from jaxrank.trec._names import _NICKNAMES, _TREC, _TREC_ORDER, _TREC_UNSUPPORTED
+from jaxrank.trec._names import _NICKNAMES, _TREC, _TREC_ORDER, _TREC_UNSUPPORTED, DIVERSITY
 from jaxrank.trec._plan import INFAP_EPSILON, MIN_GEO_MEAN, Column, Measure, MeasureError, Plan
 
 __all__ = [
@@ -174,6 +174,40 @@ def _num_ret_spec(p: dict, text: str) -> tuple:
     return ("num_ret" if p["rel"] is None else "num_rel_ret"), {"column": column}
 
 
+def _diversity_spec(family: str) -> Callable[[dict, str], tuple]:
+    """A diversity measure: pyndeval computes cutoffs to ndeval's depth, 20; alpha and beta
+    in [0, 1] as ndeval takes them."""
+
+    def spec(p: dict, text: str) -> tuple:
+        cutoff = p.get("cutoff")
+        if cutoff is not None and not isinstance(cutoff, bool) and isinstance(cutoff, int) and cutoff > 20:
+            raise MeasureError(f"{text!r}: diversity cutoffs go to 20 (ndeval's depth), got {cutoff}")
+        pairs = []
+        for name in ("alpha", "beta"):
+            if name in p:
+                value = p[name]
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+                    raise MeasureError(f"{text!r}: {name} must be in [0, 1], got {value!r}")
+                pairs.append((name, float(value)))
+        return family, {"pairs": tuple(pairs)}
+
+    return spec
+
+
+def _diversity(family: str) -> _IrSpec:
+    """ir_measures' parameters of a diversity measure (its pyndeval provider's): the
+    cutoff is required where there is one, as pyndeval needs it."""
+    params: dict = {} if family in ("NRBP", "nNRBP", "AP_IA") else {"cutoff": _REQ}
+    if family in ("alpha_DCG", "alpha_nDCG", "NRBP", "nNRBP"):
+        params["alpha"] = 0.5
+    if family in ("NRBP", "nNRBP"):
+        params["beta"] = 0.5
+    params["rel"] = None
+    if family not in ("NRBP", "nNRBP", "StRecall"):
+        params["judged_only"] = False
+    return _IrSpec(params, _diversity_spec(family), at="cutoff" if "cutoff" in params else None)
+
+
 @dataclasses.dataclass(frozen=True)
 class _IrSpec:
     params: dict  # name -> default (_REQ: required)
@@ -211,6 +245,7 @@ _IR: dict[str, _IrSpec] = {
     "NumRel": _IrSpec({"rel": None}, _count("num_rel", "sum"), at=None),
     "NumRet": _IrSpec({"rel": None}, _num_ret_spec, at=None),
     "RBP": _IrSpec({"cutoff": None, "p": 0.8, "rel": None}, _rbp_spec),
+    **{name: _diversity(name) for name in DIVERSITY},
 }
 _IR_ALIASES: dict[str, tuple[str, dict]] = {
     "MAP": ("AP", {}),
@@ -222,6 +257,9 @@ _IR_ALIASES: dict[str, tuple[str, dict]] = {
     "Recall": ("R", {}),
     "NumRelRet": ("NumRet", {"rel": 1}),
     "SetRelP": ("SetP", {"relative": True}),
+    "MAP_IA": ("AP_IA", {}),
+    "α_DCG": ("alpha_DCG", {}),
+    "α_nDCG": ("alpha_nDCG", {}),
 }
 
 
