@@ -521,16 +521,19 @@ _FAMILIES = ("ERR_IA", "nERR_IA", "alpha_DCG", "alpha_nDCG", "NRBP", "nNRBP", "A
 
 
 @functools.cache
-def _programs(k: tuple[int, ...], alpha: float, beta: float) -> tuple[Callable, Callable]:
-    """Two jitted programs for static parameters: every quantity of :data:`_QUANTITIES`
-    over the ranked lists, and those of :data:`_IDEAL` over the judged documents in
-    ndeval's greedy ideal order (which depend on the judgments alone)."""
+def _programs(k: tuple[int, ...], alpha: float, beta: float) -> tuple[Callable, Callable, Callable]:
+    """Jitted programs for static parameters: every quantity of :data:`_QUANTITIES` over
+    ranked lists, ndeval's greedy ideal order of the judged documents, and the quantities
+    of :data:`_IDEAL` over the judged documents in that order. They take the ranks as an
+    argument (:func:`_ranks`): without the ranker's host callback (numpy's sort, on CPU)
+    their compiled code can be kept in JAX's persistent compilation cache, which ``jaxrank
+    ndeval`` turns on."""
     import jax
 
     import jaxrank
     from jaxrank.metrics import greedy_ideal_ranks
 
-    def quantity(name, scores, labels, where, judgments, judgments_where):
+    def quantity(name, ranks, scores, labels, where, judgments, judgments_where):
         function, cut, with_alpha, with_beta = _QUANTITIES[name]
         options: dict = {"alpha": alpha} if with_alpha else {}
         if with_beta:
@@ -540,21 +543,29 @@ def _programs(k: tuple[int, ...], alpha: float, beta: float) -> tuple[Callable, 
             labels,
             k=k if cut else None,
             where=where,
-            ranker=jaxrank.hard("stable"),
+            ranker=ranks,
             judgments=judgments,
             judgments_where=judgments_where,
             **options,
         )
 
-    def run(scores, labels, where, judgments, judgments_where):
-        return {name: quantity(name, scores, labels, where, judgments, judgments_where) for name in _QUANTITIES}
+    def run(ranks, scores, labels, where, judgments, judgments_where):
+        return {n: quantity(n, ranks, scores, labels, where, judgments, judgments_where) for n in _QUANTITIES}
 
-    def ideal(judgments, judgments_where):
-        order = greedy_ideal_ranks(judgments.astype(float), judgments_where, alpha)
-        scores = -order.astype(float)
-        return {name: quantity(name, scores, judgments, judgments_where, judgments, judgments_where) for name in _IDEAL}
+    def ideal_order(judgments, judgments_where):
+        return -greedy_ideal_ranks(judgments.astype(float), judgments_where, alpha).astype(float)
 
-    return jax.jit(run), jax.jit(ideal)
+    def ideal(ranks, scores, judgments, judgments_where):
+        return {n: quantity(n, ranks, scores, judgments, judgments_where, judgments, judgments_where) for n in _IDEAL}
+
+    return jax.jit(run), jax.jit(ideal_order), jax.jit(ideal)
+
+
+def _ranks(scores, where):
+    """The lists' exact ranks (ties: input order), outside the jitted programs."""
+    import jaxrank
+
+    return jaxrank.hard("stable")(scores, where)
 
 
 def _quantities(lists: _Lists, k: tuple[int, ...], alpha: float, beta: float) -> dict[str, np.ndarray]:
@@ -562,10 +573,19 @@ def _quantities(lists: _Lists, k: tuple[int, ...], alpha: float, beta: float) ->
     the ideal ranking's as ``ideal_err`` and so on."""
     import jax
 
-    run, ideal = _programs(k, alpha, beta)
+    run, ideal_order, ideal = _programs(k, alpha, beta)
     with jax.enable_x64(True):
-        out = run(lists.scores, lists.labels, lists.where, lists.judgments, lists.judgments_where)
-        out.update({f"ideal_{n}": v for n, v in ideal(lists.judgments, lists.judgments_where).items()})
+        out = run(
+            _ranks(lists.scores, lists.where),
+            lists.scores,
+            lists.labels,
+            lists.where,
+            lists.judgments,
+            lists.judgments_where,
+        )
+        order = ideal_order(lists.judgments, lists.judgments_where)
+        best = ideal(_ranks(order, lists.judgments_where), order, lists.judgments, lists.judgments_where)
+        out.update({f"ideal_{n}": v for n, v in best.items()})
         rows = lists.scores.shape[0]
         return {n: np.asarray(v, np.float64).reshape(rows, -1) for n, v in out.items()}
 
