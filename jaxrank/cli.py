@@ -1,4 +1,5 @@
-"""Command line: ``jaxrank eval QRELS RUN`` -- trec_eval's flags and trec_eval's output.
+"""Command line: ``jaxrank eval QRELS RUN`` -- trec_eval's flags and trec_eval's output;
+``jaxrank ndeval QRELS RUN`` -- ndeval's (:mod:`jaxrank.trec.diversity`); ``jaxrank compare``.
 
 ::
 
@@ -492,16 +493,10 @@ def _run_ndeval(args: _NdevalArgs) -> str:
     from jaxrank.trec import diversity
 
     qrels = diversity.read_subtopic_qrels(args.qrels, ndeval=True)
-    table = diversity.evaluate_run(
-        qrels,
-        diversity.read_ndeval_run(args.run, traditional=args.traditional, depth=args.depth),
-        alpha=args.alpha,
-        beta=args.beta,
-    )
-    base = None
-    if args.baseline is not None:
-        run = diversity.read_ndeval_run(args.baseline, traditional=args.traditional, depth=args.depth)
-        base = diversity.evaluate_run(qrels, run, alpha=args.alpha, beta=args.beta)
+    runs = [args.run] if args.baseline is None else [args.run, args.baseline]
+    read = [diversity.read_ndeval_run(r, traditional=args.traditional, depth=args.depth) for r in runs]
+    table, *base_table = [diversity.evaluate_run(qrels, r, alpha=args.alpha, beta=args.beta) for r in read]
+    base = base_table[0] if base_table else None
     return diversity.ndeval_text(
         table,
         qrels_topics=len(qrels) if args.complete else None,

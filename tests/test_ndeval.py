@@ -15,7 +15,8 @@ import pytest
 
 from jaxrank.cli import main
 from jaxrank.trec import TrecFormatError
-from jaxrank.trec.diversity import read_subtopic_qrels
+from jaxrank.trec.diversity import COLUMNS, evaluate_run, read_ndeval_run, read_subtopic_qrels
+from tests import oracles
 
 BASELINE = "BASELINE"  # replaced by the baseline run's path
 
@@ -100,6 +101,30 @@ def test_prints_ndevals_bytes(ndeval_binary, tmp_path, capsys, seed, flags):
     status, out, err = _ours(capsys, *args)
     assert (status, err) == (0, "")
     assert out == want.stdout
+
+
+@pytest.fixture(scope="module")
+def ndeval_full_precision(ndeval_binary, tmp_path_factory) -> Path:
+    """ndeval printing ``%.17g`` instead of ``%.6f``: its doubles, to compare beyond the
+    printed digits."""
+    source = tmp_path_factory.mktemp("ndeval17") / "ndeval.c"
+    source.write_text(oracles.NDEVAL_SOURCE.read_text().replace("%.6f", "%.17g"))
+    return oracles.build_ndeval(source, source.parent)
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+@pytest.mark.parametrize("alpha, beta", [(0.5, 0.5), (0.3, 0.7)])
+def test_topic_values_equal_ndevals_doubles(ndeval_full_precision, tmp_path, seed, alpha, beta):
+    """Closer than the printed digits: the same doubles up to a few units in the last place
+    (the sums run in another order), nNRBP's 0/0 included."""
+    qrels, run, _ = _case(tmp_path, seed)
+    out = _ndeval(ndeval_full_precision, "-alpha", str(alpha), "-beta", str(beta), qrels, run).stdout
+    rows = [line.split(",") for line in out.splitlines()[1:-1]]
+    table = evaluate_run(read_subtopic_qrels(qrels, ndeval=True), read_ndeval_run(run), alpha=alpha, beta=beta)
+    assert table.topics.tolist() == [int(r[1]) for r in rows]
+    want = np.array([[float(v) for v in r[2:]] for r in rows])
+    assert want.shape == (table.topics.size, len(COLUMNS))
+    np.testing.assert_allclose(table.values, want, rtol=4e-15, atol=0)
 
 
 def test_prints_ndevals_bytes_when_no_run_topic_is_judged(ndeval_binary, tmp_path, capsys):

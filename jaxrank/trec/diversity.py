@@ -735,7 +735,7 @@ def ndeval_text(
     divisor = qrels_topics if complete else run.judged
     if baseline is not None:
         divisor = max(divisor, len(rows))
-    total = np.cumsum(r, axis=0)[-1] if len(rows) else zeros  # C's running sums, in order
+    total = np.cumsum(np.vstack([zeros, r]), axis=0)[-1]  # C's running sums from 0.0, in order
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = total / np.float64(divisor)
     lines = ["runid,topic," + ",".join(COLUMNS)]
