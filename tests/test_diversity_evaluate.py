@@ -148,3 +148,25 @@ def test_diversity_and_other_measures_are_evaluated_apart():
     qrels, run = _data(0)
     with pytest.raises(MeasureError, match="not a diversity measure"):
         jaxrank.evaluate(qrels, run, ["alpha_nDCG@10", "nDCG@10"])
+
+
+def test_max_docs_keeps_the_first_documents_in_pyndevals_order():
+    """-M / max_docs cuts each query after score descending, docno ascending: the same as
+    evaluating those first documents alone."""
+    qrels, run = _data(6)
+    ordered = run.assign(neg=-run.score).sort_values(["query_id", "neg", "doc_id"])
+    first = ordered.groupby("query_id").head(5)[["query_id", "doc_id", "score"]]
+    measures = ["alpha_nDCG@10", "AP_IA", "nNRBP"]
+    cut = jaxrank.evaluate(qrels, run, measures, per_query=True, max_docs=5)["per_query"]
+    alone = jaxrank.evaluate(qrels, first, measures, per_query=True)["per_query"]
+    assert cut.keys() == alone.keys()
+    assert all(_same(cut[q][m], alone[q][m]) for q in cut for m in measures)
+
+
+def test_eval_m_names_the_file_and_line_of_a_bad_subtopic_qrels_line(tmp_path, capsys):
+    (tmp_path / "qrels").write_text("q1 s1 d1 1\nq1 s2 d1 x\n")
+    (tmp_path / "run").write_text("q1 Q0 d1 1 1.0 tag\n")
+    status = main(["eval", "-m", "alpha_nDCG@5", str(tmp_path / "qrels"), str(tmp_path / "run")])
+    out, err = capsys.readouterr()
+    assert (status, out) == (1, "")
+    assert f"{tmp_path / 'qrels'}:2:" in err and err.count("\n") == 1
