@@ -8,9 +8,10 @@ hits every tool alike):
   2. ``jaxrank ndeval QRELS RUN`` (this environment's console script), cold
      (``JAXRANK_CACHE_DIR=``: XLA compiles in every run) and warm (the persistent
      compilation cache filled by one untimed run);
-  3. the arrays path: the nine diversity functions over every topic at once, on the padded
-     ``[topics, n, t]`` arrays (``jaxrank.trec.diversity._quantities``, in a fresh
-     interpreter; the first call compiles and is reported apart).
+  3. the arrays path: the diversity functions over every topic at once, on the padded
+     ``[topics, n, t]`` arrays, and over ndeval's greedy ideal ranking of the judgments (one
+     jitted program, ``jaxrank.trec.diversity._quantities``, in a fresh interpreter; the
+     first call compiles and is reported apart).
 
 The outputs of 1 and 2 are compared byte for byte. The header records the machine, the
 versions and the load (``benchmarks/_machine.py``); ``noisy`` marks a row taken while the
@@ -136,7 +137,7 @@ def main() -> None:
             print(f"| {name} | {statistics.median(times[name]):.3f} | {runs} | {noisy} |")
         later = arrays["runs_s"][1:]
         print(
-            f"| arrays path (9 functions, all topics), first call with compilation | {arrays['runs_s'][0]:.3f} | | "
+            f"| arrays path (all topics, one program), first call with compilation | {arrays['runs_s'][0]:.3f} | | "
             f"{'noisy' if arrays['noisy'] else ''} |"
         )
         print(f"| arrays path, compiled | {statistics.median(later):.4f} | {' '.join(f'{t:.4f}' for t in later)} | |")

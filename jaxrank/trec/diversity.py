@@ -520,18 +520,31 @@ _IDEAL = ("err", "dcg", "nrbp")  # those ndeval also computes over the ideal ran
 _FAMILIES = ("ERR_IA", "nERR_IA", "alpha_DCG", "alpha_nDCG", "NRBP", "nNRBP", "AP_IA", "P_IA", "StRecall")
 
 
+def _ranks_in_order(scores, where, order):
+    """Exact ranks (:class:`~jaxrank.ranking.HardRanks`, ties by input order) of lists whose
+    items are at the positions ``order`` gives (the item at each position, valid items
+    first): no sort, so no host callback (numpy's sort on CPU) in the compiled program,
+    which JAX's persistent compilation cache can then keep (``jaxrank ndeval`` turns it on)."""
+    import jax.numpy as jnp
+
+    from jaxrank.ranking import HardRanks
+    from jaxrank.ranking._backend import row_sum, sort_key
+
+    n_valid = row_sum(where, keepdims=True).astype(jnp.int32)
+    return HardRanks(order.astype(jnp.int32), n_valid, sort_key(scores, where), ties="stable")
+
+
 @functools.cache
-def _programs(k: tuple[int, ...], alpha: float, beta: float) -> tuple[Callable, Callable, Callable]:
-    """Jitted programs for static parameters: every quantity of :data:`_QUANTITIES` over
-    ranked lists, ndeval's greedy ideal order of the judged documents, and the quantities
-    of :data:`_IDEAL` over the judged documents in that order. They take the ranks as an
-    argument (:func:`_ranks`): without the ranker's host callback (numpy's sort, on CPU)
-    their compiled code can be kept in JAX's persistent compilation cache, which ``jaxrank
-    ndeval`` turns on."""
+def _program(k: tuple[int, ...], alpha: float, beta: float) -> Callable:
+    """One jitted program for static parameters: every quantity of :data:`_QUANTITIES` over
+    the ranked lists, and those of :data:`_IDEAL` over the judged documents in ndeval's
+    greedy ideal order (``ideal_err``, ...)."""
     import jax
+    import jax.numpy as jnp
 
     import jaxrank
     from jaxrank.metrics import greedy_ideal_ranks
+    from jaxrank.ranking._backend import inverse_permutation
 
     def quantity(name, ranks, scores, labels, where, judgments, judgments_where):
         function, cut, with_alpha, with_beta = _QUANTITIES[name]
@@ -549,23 +562,18 @@ def _programs(k: tuple[int, ...], alpha: float, beta: float) -> tuple[Callable, 
             **options,
         )
 
-    def run(ranks, scores, labels, where, judgments, judgments_where):
-        return {n: quantity(n, ranks, scores, labels, where, judgments, judgments_where) for n in _QUANTITIES}
+    def program(scores, labels, where, judgments, judgments_where):
+        listed = jnp.broadcast_to(jnp.arange(scores.shape[-1]), scores.shape)  # the lists come in rank order
+        ranks = _ranks_in_order(scores, where, listed)
+        out = {n: quantity(n, ranks, scores, labels, where, judgments, judgments_where) for n in _QUANTITIES}
+        position = greedy_ideal_ranks(judgments.astype(scores.dtype), judgments_where, alpha)  # 1..m, valid first
+        ideal_scores = -position.astype(scores.dtype)
+        ideal = _ranks_in_order(ideal_scores, judgments_where, inverse_permutation(position - 1))
+        for n in _IDEAL:
+            out[f"ideal_{n}"] = quantity(n, ideal, ideal_scores, judgments, judgments_where, judgments, judgments_where)
+        return out
 
-    def ideal_order(judgments, judgments_where):
-        return -greedy_ideal_ranks(judgments.astype(float), judgments_where, alpha).astype(float)
-
-    def ideal(ranks, scores, judgments, judgments_where):
-        return {n: quantity(n, ranks, scores, judgments, judgments_where, judgments, judgments_where) for n in _IDEAL}
-
-    return jax.jit(run), jax.jit(ideal_order), jax.jit(ideal)
-
-
-def _ranks(scores, where):
-    """The lists' exact ranks (ties: input order), outside the jitted programs."""
-    import jaxrank
-
-    return jaxrank.hard("stable")(scores, where)
+    return jax.jit(program)
 
 
 def _quantities(lists: _Lists, k: tuple[int, ...], alpha: float, beta: float) -> dict[str, np.ndarray]:
@@ -573,19 +581,8 @@ def _quantities(lists: _Lists, k: tuple[int, ...], alpha: float, beta: float) ->
     the ideal ranking's as ``ideal_err`` and so on."""
     import jax
 
-    run, ideal_order, ideal = _programs(k, alpha, beta)
     with jax.enable_x64(True):
-        out = run(
-            _ranks(lists.scores, lists.where),
-            lists.scores,
-            lists.labels,
-            lists.where,
-            lists.judgments,
-            lists.judgments_where,
-        )
-        order = ideal_order(lists.judgments, lists.judgments_where)
-        best = ideal(_ranks(order, lists.judgments_where), order, lists.judgments, lists.judgments_where)
-        out.update({f"ideal_{n}": v for n, v in best.items()})
+        out = _program(k, alpha, beta)(lists.scores, lists.labels, lists.where, lists.judgments, lists.judgments_where)
         rows = lists.scores.shape[0]
         return {n: np.asarray(v, np.float64).reshape(rows, -1) for n, v in out.items()}
 
