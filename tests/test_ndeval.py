@@ -271,3 +271,18 @@ def test_subtopic_qrels_refuse_a_pair_judged_twice(tmp_path):
     (tmp_path / "q").write_text("1 0 d1 1\n1 1 d1 1\n1 0 d1 0\n")
     with pytest.raises(TrecFormatError, match=r"q:3: .*judged twice.*line 1"):
         read_subtopic_qrels(tmp_path / "q", ndeval=True)
+
+
+@pytest.mark.parametrize("flags", [[], ["-traditional"]])
+def test_extra_fields_are_ignored_as_ndeval_ignores_them(ndeval_binary, tmp_path, capsys, flags):
+    """Lines with more fields than 4 (qrels) and 6 (run) are read line by line, the others
+    a column at a time: the same bytes either way, and ndeval's."""
+    qrels, run, _ = _case(tmp_path, 7)
+    plain = _ours(capsys, *flags, qrels, run)
+    for path, extra in ((qrels, " x"), (run, " extra field")):
+        lines = Path(path).read_text().splitlines()
+        lines[-1] += extra
+        Path(path).write_text("\n".join(lines) + "\n")
+    want = _ndeval(ndeval_binary, *flags, qrels, run)
+    assert want.returncode == 0
+    assert _ours(capsys, *flags, qrels, run) == plain == (0, want.stdout, "")

@@ -84,9 +84,9 @@ Source = Union[str, os.PathLike, Mapping, Iterable, Any]
 # ----------------------------------------------------------------------------- reading files
 
 
-def _lines(path: Union[str, os.PathLike], what: str) -> tuple[str, list[bytes]]:
-    """The lines of a file (``.gz`` read through gzip, ``-`` standard input) as ndeval's
-    ``mygetline`` gives them; refuses a missing or empty file as ndeval does."""
+def _read(path: Union[str, os.PathLike], what: str) -> tuple[str, bytes]:
+    """A file's name (for messages) and bytes (``.gz`` read through gzip, ``-`` standard
+    input); refuses a missing or empty file as ndeval does."""
     p = Path(path)
     name = _file_name(p)
     try:
@@ -96,10 +96,45 @@ def _lines(path: Union[str, os.PathLike], what: str) -> tuple[str, list[bytes]]:
         raise TrecFormatError(name, None, f"cannot open {what} file: {e.strerror or e}") from None
     if not data:
         raise TrecFormatError(name, None, f"{what} file is empty")
+    return name, data
+
+
+def _lines(data: bytes) -> list[bytes]:
+    """The lines as ndeval's ``mygetline`` gives them (a last line may lack its newline)."""
     lines = data.split(b"\n")
     if lines[-1] == b"":
         lines.pop()
-    return name, lines
+    return lines
+
+
+_SPACE = np.zeros(256, bool)
+_SPACE[[9, 10, 11, 12, 13, 32]] = True  # C's isspace
+
+
+def _table(data: bytes, count: int) -> Optional[list[np.ndarray]]:
+    """The fields of every line as ``count`` columns (``S`` arrays) when every line has
+    exactly ``count`` fields, the usual file; else None, and the caller reads line by line
+    (naming the line ndeval would refuse)."""
+    buf = np.frombuffer(data, np.uint8)
+    space = _SPACE[buf]
+    starts = np.flatnonzero(~space & np.concatenate(([True], space[:-1])))
+    newlines = np.flatnonzero(buf == 10)
+    lines = newlines.size + (not data.endswith(b"\n"))
+    per_line = np.bincount(np.searchsorted(newlines, starts), minlength=lines)
+    if per_line.size != lines or np.any(per_line != count):
+        return None
+    tokens = data.split()
+    return [np.array(tokens[i::count], dtype=bytes) for i in range(count)]
+
+
+def _naturals(column: np.ndarray) -> Optional[np.ndarray]:
+    """:func:`natural_number` of every token of a column, when all are natural numbers
+    within 6 significant digits (so ndeval's overflow guard cannot trip); else None."""
+    if column.dtype.itemsize > 6 and np.any(np.char.str_len(np.char.lstrip(column, b"0")) > 6):
+        return None
+    if not np.all(np.char.isdigit(column)):  # b"" is no digit string either
+        return None
+    return column.astype(np.int64)
 
 
 def natural_number(token: bytes) -> int:
@@ -235,7 +270,27 @@ def _subtopic_qrels(
 
 
 def _qrels_file(path: Union[str, os.PathLike], ndeval: bool) -> SubtopicQrels:
-    name, lines = _lines(path, "qrel")
+    name, data = _read(path, "qrel")
+    columns = _table(data, 4)
+    if columns is not None:  # the usual file: whole columns at once
+        topic, subtopic, docno, judgment = columns
+        if ndeval:
+            numbers = [_naturals(c) for c in (topic, subtopic, judgment)]
+            if all(v is not None for v in numbers):
+                return _subtopic_qrels(name, numbers[0], numbers[1], docno, np.minimum(numbers[2], 1), lambda i: i + 1)
+        else:
+            try:  # integers, negative ones too (ir_measures reads them with int())
+                values = judgment.astype(np.int64)
+            except ValueError:
+                values = None
+            if values is not None:
+                text = [np.char.decode(c, "utf-8", "surrogateescape") for c in (topic, subtopic)]
+                return _subtopic_qrels(name, text[0], text[1], docno, values, lambda i: i + 1)
+    return _qrels_lines(name, _lines(data), ndeval)
+
+
+def _qrels_lines(name: str, lines: list[bytes], ndeval: bool) -> SubtopicQrels:
+    """Line by line: the first line ndeval refuses is named."""
     topics, subtopics, docnos, judgments = [], [], [], []
     ints: dict[bytes, int] = {}
     for i, line in enumerate(lines):
@@ -391,7 +446,37 @@ def read_ndeval_run(path: Union[str, os.PathLike], *, traditional: bool = False,
         TrecFormatError: a line ndeval refuses, a rank or a docno twice in a topic (the
             docnos after the ``depth`` cut), an empty, missing or unreadable file.
     """
-    name, lines = _lines(path, "run")
+    name, data = _read(path, "run")
+    columns = _table(data, 6)
+    parsed = None if columns is None else _run_columns(columns, traditional)
+    runid, topics, ranks, docno_arr, scores = parsed or _run_lines(name, _lines(data), traditional)
+    return _ndeval_order(name, runid, topics, ranks, docno_arr, scores, traditional, depth)
+
+
+def _run_columns(columns: list[np.ndarray], traditional: bool) -> Optional[tuple]:
+    """The run's fields from whole columns, or None when a token needs ndeval's reading
+    line by line (a malformed field, a topic without digits, a score with other characters)."""
+    topic, _, docno, rank, score, tag = columns
+    names, at = np.unique(topic, return_inverse=True)
+    if not all(t[:1].isdigit() or b"-" in t for t in names.tolist()):
+        return None
+    values = np.array([_run_topic(t, b"", b"") for t in names.tolist()], np.int64)
+    ranks = _naturals(rank)
+    if ranks is None or np.any(values < 0):
+        return None
+    scores = None
+    if traditional:
+        if b"".join(score.tolist()).translate(None, b"0123456789.+-eE"):
+            return None
+        try:
+            scores = score.astype(np.float64)  # a plain decimal: as C's strtod reads it
+        except ValueError:
+            return None
+    return tag[0].decode("utf-8", "surrogateescape"), values[at], ranks, docno, scores
+
+
+def _run_lines(name: str, lines: list[bytes], traditional: bool) -> tuple:
+    """The run's fields line by line: the first line ndeval refuses is named."""
     n = len(lines)
     topics = np.empty(n, np.int64)
     ranks = np.empty(n, np.int64)
@@ -420,8 +505,7 @@ def read_ndeval_run(path: Union[str, os.PathLike], *, traditional: bool = False,
         topics[i], ranks[i] = topic, rank
         docnos.append(a[2])
         score_tokens.append(a[4])
-    docno_arr = np.array(docnos, dtype=bytes)
-    _, codes = np.unique(docno_arr, return_inverse=True)
+    scores = None
     if traditional:
         scores = np.empty(n, np.float64)
         for i, token in enumerate(score_tokens):
@@ -431,6 +515,15 @@ def read_ndeval_run(path: Union[str, os.PathLike], *, traditional: bool = False,
                     name, i + 1, f"the score must be a number (-traditional orders by it), got {token!r}"
                 )
             scores[i] = value
+    return runid, topics, ranks, np.array(docnos, dtype=bytes), scores
+
+
+def _ndeval_order(name, runid, topics, ranks, docno_arr, scores, traditional: bool, depth: int) -> NdevalRun:
+    """ndeval's order of a run's entries (by rank, or by score and docno), its checks for a
+    rank or docno twice in a topic, and its depth cut."""
+    n = topics.size
+    _, codes = np.unique(docno_arr, return_inverse=True)
+    if traditional:
         order = np.lexsort((-codes, -scores, topics))
     else:
         order = np.lexsort((ranks, topics))
@@ -453,7 +546,7 @@ def read_ndeval_run(path: Union[str, os.PathLike], *, traditional: bool = False,
         raise TrecFormatError(
             name,
             hi + 1,
-            f"duplicate docno ({docnos[hi].decode(errors='replace')}) for topic {topics[hi]} in run file "
+            f"duplicate docno ({docno_arr[hi].decode(errors='replace')}) for topic {topics[hi]} in run file "
             f"(also at line {lo + 1})",
         )
     kept = topics[order]
