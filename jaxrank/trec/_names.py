@@ -95,4 +95,5 @@ _NICKNAMES: dict[str, tuple[str, ...]] = {
 
 # ir_measures' diversity measures (its pyndeval provider, i.e. ndeval): they read qrels whose
 # second column is the subtopic (jaxrank.trec.diversity), so they are evaluated apart from the others.
+# In the order of ndeval's output columns.
 DIVERSITY = ("ERR_IA", "nERR_IA", "alpha_DCG", "alpha_nDCG", "NRBP", "nNRBP", "AP_IA", "P_IA", "StRecall")

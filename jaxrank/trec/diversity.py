@@ -3,9 +3,11 @@ ir_measures diversity names (``alpha_nDCG@20``, ``ERR_IA@20``, ...).
 
 The reference is ndeval (``../shared/ref/ndeval/ndeval.c``, TREC Web 2009-2014), whose
 qrels are TREC qrels with a subtopic in the second column: ``topic subtopic docno judgment``.
-The values come from the array functions (:func:`jaxrank.alpha_ndcg` and the rest), one call
-per measure over every topic at once; this module reads the files as ndeval reads them,
-orders the runs as ndeval (or pyndeval) orders them, and prints ndeval's CSV.
+The values come from the array functions (:func:`jaxrank.alpha_dcg`, :func:`jaxrank.err_ia`
+and the rest) over every topic at once, in one jitted program; the normalised measures divide
+a run's value by its ideal ranking's as ndeval divides them, so that the printed digits agree.
+This module reads the files as ndeval reads them, orders the runs as ndeval (or pyndeval)
+orders them, and prints ndeval's CSV.
 
 ndeval's rules, kept here:
 
@@ -26,7 +28,8 @@ it twice in MAP-IA's denominator and keeps one of the two judgments, chosen by i
 ir_measures (its pyndeval provider) differs from ndeval's command line in ways kept by
 :func:`report_diversity`: runs are ordered by score descending, then docno *ascending*; a
 judgment counts when ``>= rel``; topic and subtopic ids are any strings, judgments any
-integers; only the queries in both the qrels and the run are evaluated; cutoffs go to 20.
+integers; cutoffs go to 20. pyndeval evaluates the queries in both the qrels and the run;
+ir_measures adds the qrels queries the run lacks, at 0 (``queries="qrels"`` here).
 
 Example:
     >>> qrels = {"1": {"a": {"d1": 1, "d2": 1}, "b": {"d3": 1}}}
@@ -49,6 +52,7 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
+from jaxrank.trec._names import DIVERSITY
 from jaxrank.trec._parse import TrecFormatError, _open
 from jaxrank.trec.files import _file_name
 
@@ -610,7 +614,6 @@ _QUANTITIES = {
     "strec": ("subtopic_recall", True, False, False),
 }
 _IDEAL = ("err", "dcg", "nrbp")  # those ndeval also computes over the ideal ranking
-_FAMILIES = ("ERR_IA", "nERR_IA", "alpha_DCG", "alpha_nDCG", "NRBP", "nNRBP", "AP_IA", "P_IA", "StRecall")
 
 
 def _ranks_in_order(scores, where, order):
@@ -745,7 +748,7 @@ def evaluate_run(qrels: SubtopicQrels, run: NdevalRun, *, alpha: float = 0.5, be
     if rows:
         lists = _lists(qrels, [place[int(run.topics[i])] for i in rows], [ranked[i] for i in rows], 1)
         q = _quantities(lists, _NDEVAL_CUTOFFS, alpha, beta)
-        parts = [_family_values(f, q, lists, _NDEVAL_CUTOFFS) for f in _FAMILIES]
+        parts = [_family_values(f, q, lists, _NDEVAL_CUTOFFS) for f in DIVERSITY]
         values[rows] = np.concatenate(parts, axis=1)[: len(rows)]
     return TopicTable(run.runid, run.topics, values, len(rows))
 
@@ -888,7 +891,7 @@ def report_diversity(
     parsed = parse_measures([m for m in measures if isinstance(m, str)]) + tuple(
         m for m in measures if not isinstance(m, str)
     )
-    other = [m.source for m in parsed if m.family not in _FAMILIES]
+    other = [m.source for m in parsed if m.family not in DIVERSITY]
     if other:
         raise MeasureError(f"{', '.join(other)}: not a diversity measure (evaluate those apart)")
     q = qrels if isinstance(qrels, SubtopicQrels) else read_subtopic_qrels(qrels)
