@@ -840,21 +840,23 @@ def ndeval_text(
 # ----------------------------------------------------------------------------- ir_measures names
 
 
-def _pyndeval_lists(run, topics: Sequence[str], max_docs: Optional[int]) -> dict[str, np.ndarray]:
-    """Each query's documents in pyndeval's order: score descending, then docno ascending."""
+def _pyndeval_lists(run, topics: Sequence[str], max_docs: Optional[int]) -> tuple[dict[str, np.ndarray], list[str]]:
+    """Each query's documents in pyndeval's order (score descending, then docno ascending),
+    for the queries of ``topics``; and the run's other queries."""
     from jaxrank.trec import files as trec
 
     r = run if isinstance(run, trec.Run) else trec.read_run(run)
     wanted = set(topics)
-    out = {}
+    out, others = {}, []
     for i, q in enumerate(r.qids.tolist()):
         if q not in wanted:
+            others.append(q)
             continue
         lo, hi = int(r.offsets[i]), int(r.offsets[i + 1])
         docs, scores = r.docnos[lo:hi], r.scores[lo:hi]
         order = np.lexsort((docs, -scores))
         out[q] = docs[order][:max_docs] if max_docs is not None else docs[order]
-    return out
+    return out, others
 
 
 def report_diversity(
@@ -883,7 +885,8 @@ def report_diversity(
         judged_only: drop retrieved documents without a qrels line (as ``judged_only=True``).
 
     Returns:
-        a :class:`jaxrank.trec.Report`.
+        a :class:`jaxrank.trec.Report` (its ``unjudged``: the run's queries the qrels lack,
+        skipped as pyndeval skips them).
     """
     from jaxrank.trec.evaluate import Report, _aggregate
     from jaxrank.trec.measures import MeasureError, parse_measures
@@ -896,7 +899,7 @@ def report_diversity(
         raise MeasureError(f"{', '.join(other)}: not a diversity measure (evaluate those apart)")
     q = qrels if isinstance(qrels, SubtopicQrels) else read_subtopic_qrels(qrels)
     topics = [str(t) for t in q.topics]
-    lists = _pyndeval_lists(run, topics, max_docs)
+    lists, unjudged = _pyndeval_lists(run, topics, max_docs)
     qids = topics if complete else [t for t in topics if t in lists]
     if not qids:
         raise ValueError("no query is in both the qrels and the run")
@@ -934,4 +937,4 @@ def report_diversity(
         columns.append(column)
         values[column.name] = per_measure[id(meas)]
         summary[column.name] = _aggregate(column, values[column.name], len(qids), "", complete, None)
-    return Report(qids=qids, columns=columns, values=values, summary=summary)
+    return Report(qids=qids, columns=columns, values=values, summary=summary, unjudged=tuple(unjudged))
