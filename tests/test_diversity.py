@@ -125,7 +125,13 @@ def values(name, batch, k, alpha=0.5, beta=0.5, ranker=None):
     if ranker is not None:
         kwargs["ranker"] = ranker
     scores, labels = kwargs.pop("scores"), kwargs.pop("labels")
-    return np.asarray(getattr(jaxrank, name)(scores, labels, **kwargs))
+    return getattr(jaxrank, name)(scores, labels, **kwargs)
+
+
+def columns(batch, alpha, beta, wanted=COLUMNS):
+    """Every column of ``wanted`` (name -> (metric, k)) in one compiled call."""
+    run = jax.jit(lambda b: {c: values(name, b, k, alpha, beta) for c, (name, k) in wanted.items()})
+    return {c: np.asarray(v) for c, v in run(batch).items()}
 
 
 @pytest.mark.parametrize("seed, flags", [(0, ()), (1, ("-alpha", "0.3", "-beta", "0.7")), (2, ("-alpha", "1"))])
@@ -137,8 +143,9 @@ def test_arrays_equal_ndeval_per_topic(ndeval_binary, tmp_path, seed, flags):
     topics = sorted(set(qrels) & set(run))
     batch = arrays(qrels, run, t, topics)
     checked = 0
-    for column, (name, k) in COLUMNS.items():
-        got = values(name, batch, k, alpha, beta)
+    every = columns(batch, alpha, beta)
+    for column, (name, _) in COLUMNS.items():
+        got = every[column]
         for b, q in enumerate(topics):
             expected = want[q][column]
             if np.isnan(expected):  # nNRBP of a topic without relevant judgments: 0/0 in ndeval
@@ -172,7 +179,7 @@ def test_arrays_equal_pyndeval_at_other_cutoffs_and_levels():
         # pyndeval orders by score; these scores keep the rank order
         scored = [(str(q), d, float(100 - i)) for q in sorted(run) for i, d in enumerate(run[q])]
         want = evaluator.evaluate(scored)
-        batch = arrays(qrels, run, t, topics)
+        batch = dict(arrays(qrels, run, t, topics), rel=rel)
         names = {
             "ERR-IA": "err_ia",
             "nERR-IA": "nerr_ia",
@@ -184,9 +191,13 @@ def test_arrays_equal_pyndeval_at_other_cutoffs_and_levels():
             "nNRBP": "nnrbp",
             "MAP-IA": "ap_ia",
         }
+        wanted = {}
         for measure in measures:
             base, _, cut = measure.partition("@")
-            got = values(names[base], dict(batch, rel=rel), int(cut) if cut else None, 0.4, 0.6)
+            wanted[measure] = (names[base], int(cut) if cut else None)
+        every = columns(batch, 0.4, 0.6, wanted)
+        for measure in measures:
+            got = every[measure]
             for b, q in enumerate(topics):
                 expected = want[str(q)][measure]
                 if np.isnan(expected):
@@ -211,43 +222,57 @@ def call(name, scores, labels, **kw):
     return getattr(jaxrank, name)(scores, labels, **kw)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_jit_vmap_and_padding_leave_the_values_unchanged(name):
+def every_metric(s, y, w, j, jw, ranker=None):
+    """Every diversity metric at three kinds of cutoff: none, one, several (past the list)."""
+    out = {}
+    for name in NAMES:
+        for k in (None, (1, 5, 40)):
+            kw = dict(k=k, where=w, judgments=j, judgments_where=jw)
+            if ranker is not None:
+                kw["ranker"] = ranker
+            out[f"{name}@{k}"] = call(name, s, y, **kw)
+    return out
+
+
+def close(got, want):
+    for key in want:
+        np.testing.assert_allclose(np.asarray(got[key]), np.asarray(want[key]), rtol=1e-12, atol=1e-12, err_msg=key)
+
+
+def test_jit_vmap_and_padding_leave_the_values_unchanged():
     s, y, w, j, jw = small_batch()
-    kw = dict(where=w, judgments=j, judgments_where=jw)
-    for k in (None, 5, (1, 5, 40)):
-        plain = np.asarray(call(name, s, y, k=k, **kw))
-        jitted = jax.jit(lambda s, y, w, j, jw, k=k: call(name, s, y, k=k, where=w, judgments=j, judgments_where=jw))
-        np.testing.assert_allclose(jitted(s, y, w, j, jw), plain, rtol=1e-12, atol=1e-12)
-        mapped = jax.vmap(lambda s, y, w, j, jw, k=k: call(name, s, y, k=k, where=w, judgments=j, judgments_where=jw))
-        np.testing.assert_allclose(mapped(s, y, w, j, jw), plain, rtol=1e-12, atol=1e-12)
-        # masked items appended to the list and to the judgments change nothing
-        pad = (
-            lambda x, width, value: np.concatenate(  # noqa: E731
-                [x, np.full(x.shape[:1] + (width,) + x.shape[2:], value, x.dtype)], axis=1
-            )
-        )
-        padded = call(
-            name,
-            pad(s, 7, 9.0),
-            pad(y, 7, 1),
-            k=k,
-            where=pad(w, 7, False),
-            judgments=pad(j, 3, 1.0),
-            judgments_where=pad(jw, 3, False),
-        )
-        np.testing.assert_allclose(padded, plain, rtol=1e-12, atol=1e-12)
+    plain = jax.jit(every_metric)(s, y, w, j, jw)
+    # eagerly, one metric: the compiled program computes what the functions compute
+    np.testing.assert_allclose(
+        call("alpha_ndcg", s, y, k=5, where=w, judgments=j, judgments_where=jw),
+        plain["alpha_ndcg@(1, 5, 40)"][..., 1],
+        rtol=1e-12,
+        atol=1e-12,
+    )
+    close(jax.jit(jax.vmap(every_metric))(s, y, w, j, jw), plain)
+
+    # masked items appended to the list and to the judgments change nothing
+    def pad(x, width, value):
+        return np.concatenate([x, np.full(x.shape[:1] + (width,) + x.shape[2:], value, x.dtype)], axis=1)
+
+    close(
+        jax.jit(every_metric)(pad(s, 7, 9.0), pad(y, 7, 1), pad(w, 7, False), pad(j, 3, 1.0), pad(jw, 3, False)), plain
+    )
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_segments_equal_each_list_alone(name):
+def test_segments_equal_each_list_alone():
     s, y, w, _, _ = small_batch(1, b=1, n=40)
     segments = np.repeat(np.arange(4), 10)[None]
-    packed = np.asarray(call(name, s, y, k=(3, 10), where=w, segments=segments, num_segments=4))
-    for seg in range(4):
-        part = slice(10 * seg, 10 * seg + 10)
-        alone = call(name, s[:, part], y[:, part], k=(3, 10), where=w[:, part])
-        np.testing.assert_allclose(packed[:, seg], alone, rtol=1e-12, atol=1e-12)
+
+    def packed(s, y, w):
+        return {n: call(n, s, y, k=(3, 10), where=w, segments=segments, num_segments=4) for n in NAMES}
+
+    def alone(s, y, w):  # the four lists as a batch of four rows
+        return {n: call(n, s, y, k=(3, 10), where=w) for n in NAMES}
+
+    got = jax.jit(packed)(s, y, w)
+    want = jax.jit(alone)(s.reshape(4, 10), y.reshape(4, 10, -1), w.reshape(4, 10))
+    close({n: np.asarray(v)[0] for n, v in got.items()}, want)
 
 
 def brute_alpha_ndcg(order, rel, judged, k, alpha):
@@ -289,67 +314,89 @@ SOFT = {
 }
 
 
-@pytest.mark.parametrize("ranker", SOFT, ids=str)
-@pytest.mark.parametrize("n, scale", [(10, 0.01), (10, 100.0), (1000, 0.01), (1000, 100.0)])
-def test_soft_diversity_gradients_are_finite_and_non_zero(ranker, n, scale):
-    if n == 1000 and ranker in ("neuralsort", "softsort"):
-        n = 300  # O(n^2) memory per subtopic and list: the size the docs recommend them for
+SHARP = jaxrank.approx(0.3, units="std")
+# k=5 below the shortest list: at k >= n subtopic recall and P-IA no longer depend on the order
+LOSSES = [
+    ("alpha_ndcg", None),
+    ("alpha_ndcg", 5),
+    ("nerr_ia", 5),
+    ("nnrbp", None),
+    ("ap_ia", None),
+    ("subtopic_recall", 5),
+    ("precision_ia", 5),
+]
+
+
+@pytest.mark.parametrize(
+    "ranker, n",
+    [(name, n) for name in SOFT for n in (10, 200)] + [("sharp", 1000)],
+)
+def test_soft_diversity_gradients_are_finite_and_non_zero(ranker, n):
+    # At n = 1000 the defaults' top soft ranks lie in the hundreds (approx() at std 1: 218), and
+    # the cascade's product over every relevant item "half above" underflows float32:
+    # docs/diversity.md gives the sharper ranker for long lists, checked here.
     rng = np.random.default_rng(n)
-    scores = jnp.asarray(rng.standard_normal((2, n)) * scale, jnp.float32)
-    labels = jnp.asarray(rng.random((2, n, 4)) < 0.1)
-    for name in ("alpha_ndcg", "nerr_ia", "nnrbp", "ap_ia", "subtopic_recall"):
-        for k in (None, 10):
-            if name in ("nnrbp", "ap_ia") and k is not None:
-                continue
+    labels = jnp.asarray(rng.random((2, n, 4)) < 0.3)
+    base = rng.standard_normal((2, n))  # one draw at every scale, as the nDCG grid of test_soft
+    smooth = SHARP if ranker == "sharp" else SOFT[ranker]
 
-            def loss(s):
-                return jnp.sum(losses.metric_loss(s, labels, metric=getattr(jaxrank, name), ranker=SOFT[ranker], k=k))
+    def each_loss(s):
+        return jnp.stack(
+            [
+                jnp.sum(losses.metric_loss(s, labels, metric=getattr(jaxrank, name), ranker=smooth, k=k))
+                for name, k in LOSSES
+            ]
+        )
 
-            g = np.asarray(jax.jit(jax.grad(loss))(scores))
-            assert np.isfinite(g).all(), (name, k)
-            assert np.abs(g).max() > 0, (name, k)
+    jacobian = jax.jit(jax.jacrev(each_loss))
+    for scale in (0.01, 1.0, 100.0):
+        g = np.asarray(jacobian(jnp.asarray(base * scale, jnp.float32)))
+        for (name, k), row in zip(LOSSES, g):
+            assert np.isfinite(row).all(), (name, k, scale)
+            assert np.abs(row).max() > 0, (name, k, scale)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_soft_values_approach_the_hard_ones_as_the_temperature_vanishes(name):
+def test_soft_values_approach_the_hard_ones_as_the_temperature_vanishes():
     s, y, w, j, jw = small_batch(2)
     s = s + np.random.default_rng(0).standard_normal(s.shape) * 0.01  # no ties: the limit is one order
-    hard = np.asarray(call(name, s, y, k=(3, 10), where=w, judgments=j, judgments_where=jw))
+    hard = jax.jit(every_metric)(s, y, w, j, jw)
     gaps = []
     for tau in (0.1, 0.01, 0.0005):
-        ranker = jaxrank.approx(tau, units="score")
-        soft = np.asarray(call(name, s, y, k=(3, 10), where=w, judgments=j, judgments_where=jw, ranker=ranker))
-        gaps.append(np.max(np.abs(soft - hard)))
-    assert gaps[-1] < 1e-3 and gaps[-1] <= gaps[0], gaps
+        soft = jax.jit(lambda *a, tau=tau: every_metric(*a, ranker=jaxrank.approx(tau, units="score")))(s, y, w, j, jw)
+        gaps.append({key: float(np.max(np.abs(np.asarray(soft[key]) - np.asarray(hard[key])))) for key in hard})
+    for key in hard:
+        assert gaps[-1][key] < 1e-3 and gaps[-1][key] <= gaps[0][key], (key, [g[key] for g in gaps])
 
 
 def test_metric_loss_trains_a_linear_model_on_alpha_ndcg():
-    # the recipe of docs/diversity.md: 64 queries, lists of 200 documents, 5 subtopics
+    # the recipe of docs/diversity.md: 32 queries, lists of 200 documents, 5 subtopics, the
+    # ranker the docs give for cascades (the default approx() blurs them: 0.55 -> 0.68 there)
     import optax
 
     rng = np.random.default_rng(0)
-    q, n, t, f = 64, 200, 5, 8
+    q, n, t, f = 32, 200, 5, 8
     x = rng.standard_normal((q, n, f)).astype(np.float32)
-    w_true = rng.standard_normal((f, t))
-    labels = ((x @ w_true) > 1.5).astype(np.float32)  # each subtopic relevant along its own direction
+    labels = ((x @ rng.standard_normal((f, t))) > 1.5).astype(np.float32)  # each subtopic along its own direction
+    ranker = jaxrank.approx(0.3, units="std")
     params = jnp.zeros(f)
     opt = optax.adam(0.05)
     state = opt.init(params)
 
     def loss(p):
-        return jnp.mean(losses.metric_loss(x @ p, labels, metric=jaxrank.alpha_ndcg, k=20))
+        return jnp.mean(losses.metric_loss(x @ p, labels, metric=jaxrank.alpha_ndcg, k=20, ranker=ranker))
 
     @jax.jit
     def step(p, state):
-        value, g = jax.value_and_grad(loss)(p)
+        g = jax.grad(loss)(p)
         updates, state = opt.update(g, state)
-        return optax.apply_updates(p, updates), state, value
+        return optax.apply_updates(p, updates), state
 
-    before = float(jnp.mean(jaxrank.alpha_ndcg(x @ params + rng.standard_normal((q, n)), labels, k=20)))
-    for _ in range(100):
-        params, state, _ = step(params, state)
-    after = float(jnp.mean(jaxrank.alpha_ndcg(x @ params, labels, k=20)))
-    assert after > before + 0.2, (before, after)
+    evaluate = jax.jit(lambda p: jnp.mean(jaxrank.alpha_ndcg(x @ p, labels, k=20)))
+    before = float(evaluate(jnp.asarray(rng.standard_normal(f), jnp.float32)))  # a random model
+    for _ in range(60):
+        params, state = step(params, state)
+    after = float(evaluate(params))
+    assert after > before + 0.25 and after > 0.8, (before, after)
 
 
 def test_labels_and_judgments_of_the_wrong_shape_are_refused():
