@@ -37,8 +37,8 @@ _PARAMETERS: dict[str, tuple[str, tuple]] = {
 _TREC: dict[str, tuple[str, object]] = {name: _PARAMETERS.get(name, ("none", None)) for name in _TREC_NAMES}
 _TREC_ORDER = {name: i for i, name in enumerate(_TREC)}
 
-# trec_eval measures that need other input formats (preferences, judgment groups).
-_TREC_UNSUPPORTED = (
+# trec_eval's preference measures (-R prefs / qrels_prefs), in its table order
+PREFS_MEASURES = (
     "prefs_num_prefs_poss",
     "prefs_num_prefs_ful",
     "prefs_num_prefs_ful_ret",
@@ -53,11 +53,10 @@ _TREC_UNSUPPORTED = (
     "prefs_simp_imp",
     "prefs_pair_imp",
     "prefs_avgjg_imp",
-    "map_avgjg",
-    "P_avgjg",
-    "Rprec_mult_avgjg",
-    "yaap",
 )
+
+# trec_eval measures that need other input formats (preferences, judgment groups).
+_TREC_UNSUPPORTED = (*PREFS_MEASURES, "map_avgjg", "P_avgjg", "Rprec_mult_avgjg", "yaap")
 
 # The nicknames' members, in trec_eval's nickname order (not the print order). Every
 # nickname starts with the counts; all_trec starts with the whole of official.

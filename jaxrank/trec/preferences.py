@@ -26,27 +26,12 @@ from typing import Optional, Union
 import numpy as np
 
 from jaxrank.trec import files as trec
+from jaxrank.trec._names import PREFS_MEASURES
 from jaxrank.trec._parse import STDIN, TrecFormatError, read_whole
 from jaxrank.trec._plan import Column, MeasureError
 
 __all__ = ["PREFS_MEASURES", "Prefs", "read_prefs", "report_prefs"]
 
-PREFS_MEASURES = (  # trec_eval's table order
-    "prefs_num_prefs_poss",
-    "prefs_num_prefs_ful",
-    "prefs_num_prefs_ful_ret",
-    "prefs_simp",
-    "prefs_pair",
-    "prefs_avgjg",
-    "prefs_avgjg_Rnonrel",
-    "prefs_simp_ret",
-    "prefs_pair_ret",
-    "prefs_avgjg_ret",
-    "prefs_avgjg_Rnonrel_ret",
-    "prefs_simp_imp",
-    "prefs_pair_imp",
-    "prefs_avgjg_imp",
-)
 _COUNTS = PREFS_MEASURES[:3]
 _NICKNAMES = {
     "all_prefs": ("runid", "num_q", *PREFS_MEASURES),
