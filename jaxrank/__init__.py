@@ -10,6 +10,7 @@ from jaxrank.accumulate import accumulator, compute
 from jaxrank.aggregate import aggregate
 from jaxrank.comparison import compare
 from jaxrank.fusion import fuse
+from jaxrank.fusion_trained import optimize_fusion
 from jaxrank.grouping import group_by_query
 from jaxrank.metrics import *  # noqa: F403  (the metrics: jaxrank.metrics.__all__)
 from jaxrank.ranking import (
@@ -44,6 +45,7 @@ __all__ = [
     "hard",
     "losses",
     "neuralsort",
+    "optimize_fusion",
     "retrieval",
     "score_spread",
     "soft_cutoff",

@@ -82,7 +82,7 @@ from jaxrank._lists import positions
 from jaxrank.trec import files as trec
 from jaxrank.trec._join import _ranges, _run_order
 
-__all__ = ["METHODS", "NORMS", "RANK_BASED", "fuse", "fuse_scores"]
+__all__ = ["METHODS", "NORMS", "RANK_BASED", "TRAINED", "fuse", "fuse_scores"]
 
 #: ranx's fusion methods that jaxrank implements (ranx's names).
 METHODS: tuple[str, ...] = (
@@ -105,22 +105,38 @@ METHODS: tuple[str, ...] = (
     "wmnz",
     "wsum",
 )
+#: ranx's trained methods: their params come from qrels (:func:`jaxrank.fusion_trained.train`,
+#: :func:`jaxrank.optimize_fusion`).
+TRAINED: tuple[str, ...] = ("bayesfuse", "mapfuse", "mixed", "posfuse", "probfuse", "segfuse", "slidefuse")
 #: ranx's normalisations (``None``: none).
 NORMS: tuple[Optional[str], ...] = ("min-max", "min-max-inverted", "max", "sum", "zmuv", "rank", "borda", None)
 #: Methods that use only each run's ranking.
 RANK_BASED = frozenset(
     {"rrf", "isr", "log_isr", "logn_isr", "rbc", "bordafuse", "w_bordafuse", "condorcet", "w_condorcet"}
 )
-_WEIGHTED = frozenset({"wsum", "wmnz", "w_bordafuse", "w_condorcet"})
+#: Trained methods that score a document by its position in each run: ranx then needs each
+#: run's order, which its borda normalisation does not keep (Python's set order).
+_POSITIONAL = frozenset(TRAINED) - {"mixed"}
+_WEIGHTED = frozenset({"wsum", "wmnz", "w_bordafuse", "w_condorcet", "mixed"})
 _REQUIRED = object()
-_PARAMS: dict[str, dict[str, Any]] = {m: {} for m in METHODS}
+_PARAMS: dict[str, dict[str, Any]] = {m: {} for m in METHODS + TRAINED}
 _PARAMS.update(
     rrf={"k": 60},
     logn_isr={"sigma": 0.01},
     rbc={"phi": _REQUIRED},
     gmnz={"gamma": _REQUIRED},
     **{m: {"weights": None} for m in _WEIGHTED},
+    probfuse={"probs": _REQUIRED},
+    segfuse={"probs": _REQUIRED},
+    posfuse={"probs": _REQUIRED},
+    slidefuse={"probs": _REQUIRED, "w": _REQUIRED},
+    bayesfuse={"log_odds": _REQUIRED},
+    mapfuse={"map_scores": _REQUIRED},
 )
+#: Per-run tables of a trained method, indexed by position (0-based) in the run.
+_TABLES = ("probs", "log_odds")
+_SEGFUSE_BOUNDS = (0, 5, 15, 35, 75, 155, 315, 635, 1275, 2555, 5115)  # ranx's 10 segments: 10 * 2^(k-1) - 5
+_MIN_ODD = math.log(0.001 / 0.999)  # bayesfuse: log-odds of a run that missed the document
 _EPS = 1e-9  # ranx's floor on every normalisation's denominator
 _BIG = 1e9  # ranx's score for a missed document in max / min
 
@@ -129,17 +145,18 @@ _BIG = 1e9  # ranx's score for a missed document in max / min
 
 
 def _check_names(method: Any, norm: Any) -> tuple[str, Optional[str]]:
-    if not isinstance(method, str) or method not in METHODS:
-        raise ValueError(f"method={method!r} is not a fusion method; expected one of {', '.join(METHODS)}")
+    if not isinstance(method, str) or method not in METHODS + TRAINED:
+        names = ", ".join(sorted(METHODS + TRAINED))
+        raise ValueError(f"method={method!r} is not a fusion method; expected one of {names}")
     if norm in ("min_max", "min_max_inverted"):  # ranx's other spellings
         norm = norm.replace("_", "-")
     if norm is not None and (not isinstance(norm, str) or norm not in NORMS):
         names = ", ".join(repr(n) for n in NORMS)
         raise ValueError(f"norm={norm!r} is not a normalisation; expected one of {names}")
-    if norm == "borda" and method in RANK_BASED:
+    if norm == "borda" and (method in RANK_BASED or method in _POSITIONAL):
         raise ValueError(
             f"norm='borda' with the rank-based method={method!r}: ranx then ranks each run's candidates "
-            "in Python's set order (it changes with PYTHONHASHSEED); rank-based methods use only the "
+            "in Python's set order (it changes with PYTHONHASHSEED); rank-based methods use the "
             "runs' rankings, so pass any other norm (or None)"
         )
     return method, norm
@@ -183,12 +200,48 @@ def _check_params(method: str, params: Optional[Mapping], n_runs: int) -> dict[s
         w = out["weights"]
         if w is None:
             w = np.full(n_runs, 1.0 / n_runs)
-        w = jnp.asarray(w) if isinstance(w, jax.Array) else np.asarray(w, dtype=float)
-        if w.shape != (n_runs,):
-            raise ValueError(f"params['weights'] must hold one weight per run ({n_runs}), got shape {w.shape}")
-        if not isinstance(w, jax.core.Tracer) and not np.all(np.isfinite(np.asarray(w))):
-            raise ValueError("params['weights'] must be finite")
-        out["weights"] = w
+        out["weights"] = _per_run(w, "weights", n_runs)
+    if "map_scores" in out:
+        out["map_scores"] = _per_run(out["map_scores"], "map_scores", n_runs)
+    if "w" in out:
+        out["w"] = _number(out, "w", 0, math.inf)
+    for name in _TABLES:
+        if name in out:
+            out[name] = _table(out[name], name, n_runs, equal_lengths=method == "probfuse")
+    return out
+
+
+def _per_run(v: Any, name: str, n_runs: int) -> Any:
+    """One finite number per run (checked when concrete)."""
+    v = jnp.asarray(v) if isinstance(v, jax.Array) else np.asarray(v, dtype=float)
+    if v.shape != (n_runs,):
+        raise ValueError(f"params[{name!r}] must hold one value per run ({n_runs}), got shape {v.shape}")
+    if not isinstance(v, jax.core.Tracer) and not np.all(np.isfinite(np.asarray(v))):
+        raise ValueError(f"params[{name!r}] must be finite")
+    return v
+
+
+def _table(v: Any, name: str, n_runs: int, equal_lengths: bool) -> Any:
+    """Per-run tables by position, ``[R, L]``: a 2-d array (may be traced), or one sequence
+    per run (ranx's form) padded with zeros (ranx's posfuse, segfuse and slidefuse read 0 past
+    a table's end)."""
+    if isinstance(v, jax.Array):
+        if v.ndim != 2 or v.shape[0] != n_runs:
+            raise ValueError(f"params[{name!r}] must be [runs ({n_runs}), positions], got shape {v.shape}")
+        return v
+    if not isinstance(v, (Sequence, np.ndarray)) or len(v) != n_runs:
+        raise ValueError(f"params[{name!r}] must hold one table per run ({n_runs}), got {type(v).__name__}")
+    rows = [np.asarray(row, dtype=float) for row in v]
+    if any(row.ndim != 1 or row.size == 0 for row in rows):
+        raise ValueError(f"params[{name!r}] must hold one non-empty 1-d table per run")
+    lengths = sorted({row.size for row in rows})
+    if equal_lengths and len(lengths) > 1:
+        raise ValueError(f"params[{name!r}]: every run needs the same number of segments, got {lengths}")
+    out = np.zeros((n_runs, lengths[-1]))
+    for r, row in enumerate(rows):
+        out[r, : row.size] = row
+    if not np.all(np.isfinite(out)):
+        raise ValueError(f"params[{name!r}] must be finite")
     return out
 
 
@@ -253,7 +306,54 @@ def _condorcet(p: jax.Array, rank: jax.Array, w: jax.Array) -> jax.Array:
     return (n_c - beaten).astype(votes.dtype)
 
 
+def _lookup(table: jax.Array, index: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``table[r, index[r, ...]]`` per run, and whether the index is inside the table."""
+    size = table.shape[-1]
+    inside = (index >= 0) & (index < size)
+    return jax.vmap(lambda t, i: t[i])(table, jnp.clip(index, 0, size - 1)), inside
+
+
+def _trained(method: str, s: jax.Array, p: jax.Array, rank: jax.Array, params: dict) -> jax.Array:
+    """The trained methods (ranx's): a score per run from the document's position ``i``
+    (0-based) in it, summed over the runs that retrieved the document (bayesfuse: over all)."""
+    dtype = s.dtype
+    i = rank.astype(jnp.int32) - 1
+    n = jnp.sum(p, axis=-1, keepdims=True)  # the run's length on the query
+    if method == "mixed":
+        w = jnp.asarray(params["weights"], dtype).reshape((-1,) + (1,) * (s.ndim - 1))
+        return jnp.sum(_masked(w * s, p, 0), axis=0) * jnp.sqrt(jnp.sum(p, axis=0).astype(dtype))
+    if method == "mapfuse":
+        maps = jnp.asarray(params["map_scores"], dtype).reshape((-1,) + (1,) * (s.ndim - 1))
+        return jnp.sum(_masked(maps / (i + 1).astype(dtype), p, 0), axis=0)
+    table = jnp.asarray(params["log_odds" if method == "bayesfuse" else "probs"], dtype)
+    if method == "bayesfuse":  # ranx reads past the end of its table there: NaN, not a number
+        odds, inside = _lookup(table, i)
+        return jnp.sum(jnp.where(p, jnp.where(inside, odds, jnp.nan), _MIN_ODD), axis=0)
+    if method == "posfuse":
+        prob, inside = _lookup(table, i)
+        return jnp.sum(_masked(prob, p & inside, 0), axis=0)
+    if method == "probfuse":  # n_segments equal segments of ceil(n / n_segments) positions
+        n_segments = table.shape[-1]
+        k = i // jnp.maximum(-(-n // n_segments), 1)
+        prob, _ = _lookup(table, k)
+        return jnp.sum(_masked(prob / (k + 1).astype(dtype), p, 0), axis=0)
+    if method == "segfuse":
+        k = jnp.searchsorted(jnp.asarray(_SEGFUSE_BOUNDS[1:]), i, side="right")
+        prob, inside = _lookup(table, k)
+        return jnp.sum(_masked(prob * (s + 1), p & inside, 0), axis=0)
+    # slidefuse: the mean of the probabilities in the window [i - w, i + w] cut to the run
+    w = jnp.asarray(params["w"], jnp.int32)
+    a, b = jnp.maximum(i - w, 0), jnp.minimum(i + w, n - 1)
+    cum = jnp.concatenate([jnp.zeros_like(table[:, :1]), jnp.cumsum(table, axis=-1)], axis=-1)
+    size = table.shape[-1]
+    upper, _ = _lookup(cum, jnp.minimum(b + 1, size))
+    lower, _ = _lookup(cum, jnp.minimum(a, size))
+    return jnp.sum(_masked((upper - lower) / (b - a + 1).astype(dtype), p, 0), axis=0)
+
+
 def _combine(method: str, s: jax.Array, p: jax.Array, rank: jax.Array, params: dict) -> jax.Array:
+    if method in TRAINED:
+        return _trained(method, s, p, rank, params)
     dtype = s.dtype
     m = jnp.sum(p, axis=0).astype(dtype)
     total = jnp.sum(_masked(s, p, 0), axis=0)
@@ -473,30 +573,58 @@ def fuse(
     """
     method, norm = _check_names(method, norm)
     params = _weights_by_name(runs, params)
-    runs = _as_runs(runs)
-    params = _check_params(method, params, len(runs))
-    qids, starts, docnos, entry_r, candidate, entry_s = _align(runs)
-    counts = np.diff(starts)
-    q_of = np.repeat(np.arange(len(qids)), counts)  # query of each candidate
-    col = np.arange(docnos.size) - starts[q_of]  # its column in its query's row
-    fused = np.zeros(docnos.size)
-    # Entries grouped by query, so that each chunk takes its own without a pass over all.
-    entry_q = q_of[candidate]
-    by_query = np.argsort(entry_q, kind="stable")
-    entry_starts = np.concatenate(([0], np.cumsum(np.bincount(entry_q, minlength=len(qids)))))
-    with jax.enable_x64(True):
-        args = {k: jnp.asarray(v, jnp.float64) for k, v in params.items()}
-        for width, rows, qs in _chunks(counts, method, len(runs)):
-            e = by_query[_ranges(entry_starts[qs], np.diff(entry_starts)[qs])]
-            c = _ranges(starts[qs], counts[qs])  # the chunk's candidates
-            row = np.repeat(np.arange(qs.size), counts[qs])
-            scores = np.zeros((len(runs), rows, width))
-            where = np.zeros((len(runs), rows, width), dtype=bool)
-            at = (entry_r[e], np.searchsorted(qs, entry_q[e]), col[candidate[e]])
-            scores[at], where[at] = entry_s[e], True
-            out = np.asarray(fuse_scores(jnp.asarray(scores), jnp.asarray(where), method, norm, args))
-            fused[c] = out[row, col[c]]
-    order = _run_order(q_of, len(qids), fused, docnos)
-    if order is not None:
-        docnos, fused = docnos[order], fused[order]
-    return trec.Run(np.array(qids, dtype=str), starts.astype(np.int64), docnos, fused, method)
+    aligned = _Aligned(_as_runs(runs))
+    fused = aligned.fuse(method, norm, params)
+    return aligned.run(fused, method)
+
+
+class _Aligned:
+    """Runs aligned on their candidates (:func:`_align`), ready to fuse many times (the grid of
+    :func:`jaxrank.optimize_fusion`)."""
+
+    def __init__(self, runs: list[trec.Run]):
+        self.n_runs = len(runs)
+        self.qids, self.starts, self.docnos, self.entry_r, self.candidate, self.entry_s = _align(runs)
+        self.counts = np.diff(self.starts)
+        self.q_of = np.repeat(np.arange(len(self.qids)), self.counts)  # query of each candidate
+        self.col = np.arange(self.docnos.size) - self.starts[self.q_of]  # its column in its query's row
+        # Entries grouped by query, so that each chunk takes its own without a pass over all.
+        self.entry_q = self.q_of[self.candidate]
+        self.by_query = np.argsort(self.entry_q, kind="stable")
+        self.entry_starts = np.concatenate(([0], np.cumsum(np.bincount(self.entry_q, minlength=len(self.qids)))))
+        self.longest = max(int(np.max(np.diff(r.offsets), initial=0)) for r in runs)
+
+    def fuse(self, method: str, norm: Optional[str], params: Optional[Mapping]) -> np.ndarray:
+        """The fused score of every candidate (float64)."""
+        params = _check_params(method, params, self.n_runs)
+        if method == "bayesfuse" and self.longest > params["log_odds"].shape[-1]:
+            raise ValueError(
+                f"params['log_odds'] has {params['log_odds'].shape[-1]} positions and a run retrieves "
+                f"{self.longest} documents for a query: ranx reads past the end of its table there; "
+                "cut the runs or train on runs as long"
+            )
+        fused = np.zeros(self.docnos.size)
+        with jax.enable_x64(True):
+            args = {k: jnp.asarray(v, jnp.float64) for k, v in params.items()}
+            for width, rows, qs in _chunks(self.counts, method, self.n_runs):
+                e = self.by_query[_ranges(self.entry_starts[qs], np.diff(self.entry_starts)[qs])]
+                c = _ranges(self.starts[qs], self.counts[qs])  # the chunk's candidates
+                row = np.repeat(np.arange(qs.size), self.counts[qs])
+                scores = np.zeros((self.n_runs, rows, width))
+                where = np.zeros((self.n_runs, rows, width), dtype=bool)
+                at = (self.entry_r[e], np.searchsorted(qs, self.entry_q[e]), self.col[self.candidate[e]])
+                scores[at], where[at] = self.entry_s[e], True
+                out = np.asarray(fuse_scores(jnp.asarray(scores), jnp.asarray(where), method, norm, args))
+                fused[c] = out[row, self.col[c]]
+        return fused
+
+    def order(self, fused: np.ndarray) -> Optional[np.ndarray]:
+        """The candidates in ranking order (score descending, docno descending), None when
+        they already are."""
+        return _run_order(self.q_of, len(self.qids), fused, self.docnos)
+
+    def run(self, fused: np.ndarray, name: str) -> trec.Run:
+        docnos, order = self.docnos, self.order(fused)
+        if order is not None:
+            docnos, fused = docnos[order], fused[order]
+        return trec.Run(np.array(self.qids, dtype=str), self.starts.astype(np.int64), docnos, fused, name)

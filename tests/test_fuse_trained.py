@@ -1,0 +1,116 @@
+"""ranx's trained fusion: jaxrank.fuse's trained methods, jaxrank.fusion_trained.train and
+jaxrank.optimize_fusion against ranx (fused runs, trained params, chosen params, reports)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import ranx
+from ranx.fusion import probfuse_train
+from ranx.normalization import norm_switch
+
+import jaxrank
+from jaxrank.fusion import TRAINED, fuse_scores
+from jaxrank.fusion_trained import train
+
+R = 3
+NORMS = ["min-max", "min-max-inverted", None, "zmuv", "rank"]
+TRAINED_ONLY = ["bayesfuse", "mapfuse", "posfuse", "segfuse"]
+
+
+def _make(seed: int = 0, n_queries: int = 24, pool: int = 60) -> tuple[dict, list[dict]]:
+    """Graded qrels and three runs of 20-45 documents a query, continuous scores (no ties
+    within a run: ranx orders ties of long lists by quicksort), overlapping documents; run 0
+    is the best, run 2 mostly noise, so that weights and windows matter."""
+    rng = np.random.default_rng(seed)
+    docs = [f"d{i:03d}" for i in range(pool)]
+    qrels, runs = {}, [{} for _ in range(R)]
+    for q in range(n_queries):
+        qid = f"q{q:02d}"
+        judged = rng.choice(pool, size=16, replace=False)
+        grades = rng.integers(0, 3, size=16)
+        grades[0] = max(grades[0], 1)  # every query has a relevant document
+        qrels[qid] = {docs[d]: int(g) for d, g in zip(judged, grades)}
+        relevance = np.zeros(pool)
+        relevance[judged] = grades
+        for r in range(R):
+            n = int(rng.integers(20, 46))
+            chosen = rng.choice(pool, size=n, replace=False)
+            signal = (1.5, 0.8, 0.1)[r] * relevance[chosen]
+            scores = np.round(signal + rng.normal(0, 1, n) + 5 * r, 9)
+            runs[r][qid] = {docs[d]: float(s) for d, s in zip(chosen, scores)}
+    return qrels, runs
+
+
+@pytest.fixture(scope="module")
+def data():
+    return _make()
+
+
+def _ranx_runs(runs: list[dict]) -> list[ranx.Run]:
+    return [ranx.Run(r, name=f"r{i}") for i, r in enumerate(runs)]
+
+
+def _ranx_dict(run: ranx.Run) -> dict:
+    return {q: dict(run[q]) for q in run.keys() if len(run[q])}
+
+
+def _assert_same(got: dict, want: dict) -> None:
+    assert got.keys() == want.keys()
+    for q in want:
+        assert got[q].keys() == want[q].keys(), q
+        np.testing.assert_allclose([got[q][d] for d in want[q]], list(want[q].values()), rtol=1e-9, atol=1e-12)
+
+
+def _ranx_trained(qrels: dict, runs: list[dict], method: str, norm) -> dict:
+    """ranx's params for a trained method, trained on the normalised runs as ranx does."""
+    if method == "probfuse":
+        norm_runs = [norm_switch(norm)(r) for r in _ranx_runs(runs)] if norm else _ranx_runs(runs)
+        return {"probs": probfuse_train(ranx.Qrels(qrels), norm_runs, 7)}
+    if method == "slidefuse":
+        return {**ranx.optimize_fusion(ranx.Qrels(qrels), _ranx_runs(runs), norm=norm, method="posfuse"), "w": 3}
+    if method == "mixed":
+        return {"weights": [0.5, 0.3, 0.2]}
+    return ranx.optimize_fusion(ranx.Qrels(qrels), _ranx_runs(runs), norm=norm, method=method)
+
+
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("method", TRAINED)
+def test_trained_methods_fuse_as_ranx_given_ranx_params(data, method, norm):
+    qrels, runs = data
+    params = _ranx_trained(qrels, runs, method, norm)
+    want = _ranx_dict(ranx.fuse(_ranx_runs(runs), norm=norm, method=method, params=params))
+    _assert_same(jaxrank.fuse(runs, method=method, norm=norm, params=params).to_dict(), want)
+
+
+@pytest.mark.parametrize("norm", ["min-max", "min-max-inverted"])
+@pytest.mark.parametrize("method", ["probfuse", "slidefuse", *TRAINED_ONLY])
+def test_train_equals_ranx_training(data, method, norm):
+    qrels, runs = data
+    want = _ranx_trained(qrels, runs, method, norm)
+    got = train(qrels, runs, method=method, norm=norm, n_segments=7 if method == "probfuse" else None)
+    for name, value in got.items():
+        for mine, theirs in zip(value, want[name], strict=True):
+            np.testing.assert_allclose(mine, theirs, rtol=1e-12, atol=1e-15)
+
+
+def _rectangular(tables) -> np.ndarray:
+    """Per-run tables as one ``[R, L]`` array, zeros past a shorter table's end."""
+    longest = max(len(t) for t in tables)
+    return np.stack([np.pad(np.asarray(t, float), (0, longest - len(t))) for t in tables])
+
+
+def test_trained_methods_run_under_jit_with_traced_params(data):
+    """The array form of every trained method compiles once and takes its tables traced."""
+    qrels, runs = data
+    docs = sorted({d for r in runs for d in r["q00"]}, reverse=True)
+    scores = jnp.asarray([[[r["q00"].get(d, 0.0) for d in docs]] for r in runs])
+    where = jnp.asarray([[[d in r["q00"] for d in docs]] for r in runs])
+    for method in TRAINED:
+        params = _ranx_trained(qrels, runs, method, "min-max")
+        traced = {k: jnp.asarray(_rectangular(v) if k in ("probs", "log_odds") else v) for k, v in params.items()}
+        want = fuse_scores(scores, where, method, "min-max", params)
+        got = jax.jit(lambda s, w, p, m=method: fuse_scores(s, w, m, "min-max", p))(scores, where, traced)
+        np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=method)
