@@ -1,5 +1,6 @@
 """Shared test helpers."""
 
+import gc
 from pathlib import Path
 
 import jax
@@ -31,3 +32,13 @@ def ndeval_binary(tmp_path_factory) -> Path:
     """ndeval's C binary, built from ../shared/ref/ndeval/ndeval.c in a temporary folder;
     skips or fails as :func:`trec_eval_binary`."""
     return oracles.build_ndeval(oracles.NDEVAL_SOURCE, tmp_path_factory.mktemp("ndeval"))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    """Drop JAX's compiled programs after each test module: a worker runs dozens of modules,
+    and their executables otherwise pile up (5 GB per worker seen at 80% of the suite; CI has
+    24 GB for two workers and their subprocesses)."""
+    yield
+    jax.clear_caches()
+    gc.collect()
