@@ -167,6 +167,19 @@ def peer_times(setup: str, stmt: str) -> dict[str, float]:
     return result["value"]
 
 
+def with_peer(rows: list[Row], module: str, fetch: Callable[[], list[float]]) -> list[Row]:
+    """``rows`` with the peer times ``fetch`` returns (one per row); where the peer cannot run
+    or fails, the rows keep jaxrank's times and say why in their status."""
+    why = peer_missing(module)
+    if why:
+        return [dataclasses.replace(r, status=why) for r in rows]
+    try:
+        times = fetch()
+    except Exception as error:  # noqa: BLE001 - a failing peer is a status, jaxrank's times stay
+        return [dataclasses.replace(r, status=f"peer ERROR {_short(error)}") for r in rows]
+    return [dataclasses.replace(r, peer_s=t) for r, t in zip(rows, times)]
+
+
 def peer_missing(module: str) -> str | None:
     """Why the peer ``module`` cannot run here, or None."""
     if importlib.util.find_spec(module) is None:
@@ -320,20 +333,20 @@ def torchmetrics_rows(sizes: Sizes) -> list[Row]:
     scores, labels = _batch(np.random.default_rng(0), b, n)
     run_s, compile_s = time_jax(lambda: _ndcg10_jit(jnp.asarray(scores), jnp.asarray(labels)), sizes.repeats)
     row = Row("core: ndcg@10 vs torchmetrics", f"[{b}, {n}]", run_s, compile_s, "torchmetrics retrieval_normalized_dcg")
-    why = peer_missing("torchmetrics")
-    if why:
-        return [dataclasses.replace(row, status=why)]
-    with tempfile.TemporaryDirectory() as tmp:
-        np.save(f"{tmp}/s.npy", scores)
-        np.save(f"{tmp}/y.npy", labels)
-        setup = f"""
+
+    def fetch() -> list[float]:
+        with tempfile.TemporaryDirectory() as tmp:
+            np.save(f"{tmp}/s.npy", scores)
+            np.save(f"{tmp}/y.npy", labels)
+            setup = f"""
 from torchmetrics.functional.retrieval import retrieval_normalized_dcg
 ts = torch.from_numpy(np.load({tmp + "/s.npy"!r})).to(device)
 ty = torch.from_numpy(np.load({tmp + "/y.npy"!r})).to(device)
 """
-        stmt = f"timed('ndcg', lambda: [retrieval_normalized_dcg(ts[i], ty[i], top_k=10) for i in range({b})], {sizes.repeats})"
-        times = peer_times(setup, stmt)
-    return [dataclasses.replace(row, peer_s=times["ndcg"])]
+            calls = f"[retrieval_normalized_dcg(ts[i], ty[i], top_k=10) for i in range({b})]"
+            return [peer_times(setup, f"timed('ndcg', lambda: {calls}, {sizes.repeats})")["ndcg"]]
+
+    return with_peer([row], "torchmetrics", fetch)
 
 
 def soft_rows(sizes: Sizes) -> list[Row]:
@@ -398,17 +411,17 @@ def search_rows(sizes: Sizes, docs: int) -> list[Row]:
         bench_retrieval._write_collection(tmp, docs, collection)
         # the device copies are freed when _time_search returns, before torch needs the room
         rows = _time_search(tmp, sizes, docs)
-        why = peer_missing("torch")
-        if why:
-            return [dataclasses.replace(r, status=why) for r in rows]
-        setup = f"""
+
+        def fetch() -> list[float]:
+            setup = f"""
 q = torch.from_numpy(np.load({tmp + "/queries.npy"!r})).to(device)
 c = torch.from_numpy(np.load({tmp + "/corpus.npy"!r})).to(device)
 """
-        stmt = "\n".join(f"timed({k}, lambda: torch.topk(q @ c.T, {k}), {sizes.repeats})" for k in SEARCH_K)
-        times = peer_times(setup, stmt)
-    # JSON turned the keys into strings
-    return [dataclasses.replace(r, peer_s=times[str(k)]) for r, k in zip(rows, SEARCH_K)]
+            stmt = "\n".join(f"timed({k}, lambda: torch.topk(q @ c.T, {k}), {sizes.repeats})" for k in SEARCH_K)
+            times = peer_times(setup, stmt)
+            return [times[str(k)] for k in SEARCH_K]  # JSON turned the keys into strings
+
+        return with_peer(rows, "torch", fetch)
 
 
 def sharding_rows(sizes: Sizes) -> list[Row]:
@@ -466,9 +479,10 @@ def header_lines(run: _machine.Run) -> list[str]:
     devices = jax.devices()
     m = run.machine
     versions = {"jaxrank": f"{jaxrank.__version__} ({_git_commit()})", **run.versions}
+    settings = ", ".join(f"{k}: {v}" for k, v in run.extra.items())
     return [
         f"- command: `{run.command}`, {run.started}",
-        f"- platform: {jax.default_backend()}, {len(devices)} x {devices[0].device_kind}",
+        f"- platform: {jax.default_backend()}, {len(devices)} x {devices[0].device_kind}; {settings}",
         f"- host: {m['cpu']}, {m['cores']} cores ({m['usable_cores']} usable), {m['ram_gib']} GiB RAM, {m['os']}",
         "- versions: python " + m["python"] + ", " + ", ".join(f"{k} {v}" for k, v in versions.items()),
         "- load average before (1, 5, 15 min): " + " ".join(f"{v:.2f}" for v in run.load_before),
@@ -501,23 +515,24 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
     run = _machine.start(peers=PEERS, extra={"mode": "quick" if args.quick else "full"})
-    print("\n".join(header_lines(run)), flush=True)
+    header = header_lines(run)
+    print("\n".join(header), flush=True)
     rows = correctness_rows()
     b, n = sizes.core
     sections = [
-        (lambda: core_rows(sizes), "core", f"[{b}, {n}]"),
+        (lambda: core_rows(sizes), "core: metrics", f"[{b}, {n}]"),
         (lambda: torchmetrics_rows(sizes), "core: ndcg@10 vs torchmetrics", f"[{b}, {n}]"),
-        (lambda: soft_rows(sizes), "soft", str(list(sizes.soft))),
+        (lambda: soft_rows(sizes), "soft: metric_loss", str(list(sizes.soft))),
         (lambda: trec_rows(sizes), "trec: evaluate end to end", str(sizes.trec)),
-        *((lambda d=d: search_rows(sizes, d), "search", f"{d} docs") for d in sizes.corpora),
-        (lambda: sharding_rows(sizes), "sharding", f"[{b}, {n}]"),
-        (lambda: compare_rows(sizes), "compare", str(sizes.compare)),
+        *((lambda d=d: search_rows(sizes, d), "search: retrieval.search", f"{d} docs") for d in sizes.corpora),
+        (lambda: sharding_rows(sizes), "sharding: ndcg@10 under shard_map", f"[{b}, {n}]"),
+        (lambda: compare_rows(sizes), "compare: randomization test", str(sizes.compare)),
     ]
     for make_rows, what, size in sections:
         new = guarded(make_rows, what, size)
         print("\n".join(table(new)[2:]), file=sys.stderr, flush=True)  # progress: a full run takes minutes
         rows += new
-    lines = header_lines(run) + [
+    lines = header + [
         f"- times: median of {sizes.repeats} calls after the first; compile: the first call minus it; "
         "ratio: jaxrank / peer (below 1: jaxrank faster)",
         "",
@@ -526,10 +541,10 @@ def main(argv: list[str] | None = None) -> int:
         "- " + run.finish().removeprefix("# "),
     ]
     text = "\n".join(lines) + "\n"
-    print("\n" + "\n".join(lines[len(header_lines(run)) :]))
+    print("\n" + "\n".join(lines[len(header) :]))
     if args.out:
         args.out.write_text(text)
-    return 1 if any(r.status.startswith(("FAIL", "ERROR")) for r in rows) else 0
+    return 1 if any(r.status.startswith(("FAIL", "ERROR", "peer ERROR")) for r in rows) else 0
 
 
 if __name__ == "__main__":

@@ -38,3 +38,21 @@ def test_quick_run_writes_the_whole_table(tmp_path):
     assert not any("ERROR" in row or "FAIL" in row for row in rows), rows
     timed = [row.split(" | ") for row in rows if not row.startswith("| check:")]
     assert all(cells[2].endswith(("ms", " s")) for cells in timed), timed  # a jaxrank time on every timed row
+
+
+def test_a_failure_is_a_row_and_the_table_stays(monkeypatch):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import accelerator
+
+    def broken() -> None:
+        raise AssertionError("values differ")
+
+    monkeypatch.setattr(accelerator, "CHECKS", {"broken": (broken, "[1, 1]")})
+    assert accelerator.correctness_rows()[0].status == "FAIL AssertionError: values differ"
+    (row,) = accelerator.guarded(lambda: 1 / 0, "core: metrics", "[1, 1]")
+    assert row.what == "core: metrics" and row.status.startswith("ERROR ZeroDivisionError")
+    timed = accelerator.Row("search: k=10", "1 x 1", 0.5, 0.1, "torch topk")
+    (row,) = accelerator.with_peer([timed], "numpy", lambda: [][0])  # the peer fails
+    assert row.jaxrank_s == 0.5 and row.peer_s is None and row.status.startswith("peer ERROR IndexError")
+    (row,) = accelerator.with_peer([timed], "numpy", lambda: [0.25])
+    assert accelerator._ratio(row) == "2.00"
