@@ -479,10 +479,10 @@ def header_lines(run: _machine.Run) -> list[str]:
     devices = jax.devices()
     m = run.machine
     versions = {"jaxrank": f"{jaxrank.__version__} ({_git_commit()})", **run.versions}
-    settings = ", ".join(f"{k}: {v}" for k, v in run.extra.items())
+    settings = "".join(f"; {k}: {v}" for k, v in run.extra.items())
     return [
         f"- command: `{run.command}`, {run.started}",
-        f"- platform: {jax.default_backend()}, {len(devices)} x {devices[0].device_kind}; {settings}",
+        f"- platform: {jax.default_backend()}, {len(devices)} x {devices[0].device_kind}{settings}",
         f"- host: {m['cpu']}, {m['cores']} cores ({m['usable_cores']} usable), {m['ram_gib']} GiB RAM, {m['os']}",
         "- versions: python " + m["python"] + ", " + ", ".join(f"{k} {v}" for k, v in versions.items()),
         "- load average before (1, 5, 15 min): " + " ".join(f"{v:.2f}" for v in run.load_before),
