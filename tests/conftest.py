@@ -1,6 +1,7 @@
 """Shared test helpers."""
 
 import gc
+import threading
 from pathlib import Path
 
 import jax
@@ -40,5 +41,10 @@ def _release_compiled_programs():
     and their executables otherwise pile up (5 GB per worker seen at 80% of the suite; CI has
     24 GB for two workers and their subprocesses)."""
     yield
+    # a compilation the command line started in the background finishes first (a bad-input
+    # test returns before it): nothing compiles while the caches are dropped
+    for thread in threading.enumerate():
+        if thread.name == "jaxrank-compile":
+            thread.join()
     jax.clear_caches()
     gc.collect()
