@@ -7,13 +7,15 @@ parser in ``_parse.py``, ordering and matching in ``_join.py``),
 those outside the ``Ranks`` operations in ``_ranked_list.py``),
 :mod:`~jaxrank.trec.engine` (the jitted stages, compilation, batch shapes) and
 :mod:`~jaxrank.trec.evaluate` (:func:`evaluate` and :class:`Report`). The command line
-(``jaxrank eval``) is :mod:`jaxrank.cli`.
+(``jaxrank eval``) is :mod:`jaxrank.cli`. Diversity (subtopic qrels, ndeval's measures and
+output): :mod:`~jaxrank.trec.diversity`.
 
 >>> from jaxrank import trec
 >>> round(trec.evaluate(*trec.demo_paths(), "map")["map"], 4) > 0
 True
 """
 
+from jaxrank.trec.diversity import read_subtopic_qrels
 from jaxrank.trec.evaluate import Report, evaluate, report
 from jaxrank.trec.files import (
     Batch,
@@ -41,6 +43,7 @@ __all__ = [
     "parse_measures",
     "read_qrels",
     "read_run",
+    "read_subtopic_qrels",
     "report",
     "to_batch",
     "write_run",
