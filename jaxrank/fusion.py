@@ -59,10 +59,22 @@ refused with them (ranx then ranks the candidates in Python's set order, which c
 strict total order; where it is not (a tie or a cycle of majorities), ranx's result depends on
 Python's set order and jaxrank gives tied documents equal scores (docs/fuse.md).
 
+Trained methods (:data:`TRAINED`; :math:`i = \\rho_{rd} - 1`; params from
+:func:`jaxrank.fusion_trained.train` or :func:`jaxrank.optimize_fusion`):
+
+* ``probfuse``: :math:`\\sum_r P_r[k] / (k + 1)`, :math:`k = \\lfloor i / \\lceil n_r / S \\rceil \\rfloor`;
+* ``segfuse``: :math:`\\sum_r P_r[k(i)] (\\tilde s_{rd} + 1)`, segments bounded by 0, 5, 15, 35, ..., 5115;
+* ``slidefuse``: :math:`\\sum_r \\operatorname{mean}(P_r[\\max(i - w, 0) .. \\min(i + w, n_r - 1)])`;
+* ``posfuse``: :math:`\\sum_r P_r[i]`; ``mapfuse``: :math:`\\sum_r \\mathrm{MAP}_r / (i + 1)`;
+* ``bayesfuse``: :math:`\\sum_r L_r[i]` over all runs, :math:`\\log(0.001/0.999)` for a run that
+  missed :math:`d`; ``mixed``: :math:`\\sqrt{m_d} \\sum_r w_r \\tilde s_{rd}`.
+
 ``params`` per method (ranx's names): ``rrf``: ``k`` (60); ``logn_isr``: ``sigma`` (0.01);
 ``rbc``: ``phi`` (required); ``gmnz``: ``gamma`` (required); ``wsum``, ``wmnz``,
 ``w_bordafuse``, ``w_condorcet``: ``weights``, one per run (ranx requires them; default here
-``1 / R`` each).
+``1 / R`` each); ``probfuse``, ``segfuse``, ``posfuse``: ``probs``; ``slidefuse``:
+``probs`` and ``w``; ``bayesfuse``: ``log_odds``; ``mapfuse``: ``map_scores``; ``mixed``:
+``weights``.
 """
 
 from __future__ import annotations
@@ -252,6 +264,13 @@ def _masked(x: jax.Array, present: jax.Array, fill) -> jax.Array:
     return jnp.where(present, x, jnp.asarray(fill, x.dtype))
 
 
+def _divide(x: jax.Array, per_list: jax.Array) -> jax.Array:
+    """``x / per_list``, each quotient rounded once as ranx's: XLA would otherwise multiply by
+    the reciprocal of a broadcast denominator (a run's top min-max score then comes out
+    ``1 - 2^-53``, and ties between runs' top documents break)."""
+    return x / jax.lax.optimization_barrier(jnp.broadcast_to(per_list, x.shape))
+
+
 def _normalise(s: jax.Array, p: jax.Array, rank: jax.Array, norm: Optional[str]) -> tuple[jax.Array, jax.Array]:
     """Normalised scores and the new "retrieved" mask; reductions over the last axis."""
     count = jnp.sum(p, axis=-1, keepdims=True).astype(s.dtype)
@@ -263,18 +282,18 @@ def _normalise(s: jax.Array, p: jax.Array, rank: jax.Array, norm: Optional[str])
         if norm != "sum":
             hi = jnp.where(some, jnp.max(_masked(s, p, -jnp.inf), axis=-1, keepdims=True), 0)
             if norm == "min-max-inverted":  # distances: the smallest gets 1
-                return (hi - s) / jnp.maximum(hi - lo, _EPS), p
-            return (s - lo) / jnp.maximum(hi - lo, _EPS), p
+                return _divide(hi - s, jnp.maximum(hi - lo, _EPS)), p
+            return _divide(s - lo, jnp.maximum(hi - lo, _EPS)), p
         total = jnp.sum(_masked(s, p, 0), axis=-1, keepdims=True)
-        return (s - lo) / jnp.maximum(total - lo * count, _EPS), p
+        return _divide(s - lo, jnp.maximum(total - lo * count, _EPS)), p
     if norm == "max":
         hi = jnp.where(some, jnp.max(_masked(s, p, -jnp.inf), axis=-1, keepdims=True), 0)
-        return s / jnp.maximum(hi, _EPS), p
+        return _divide(s, jnp.maximum(hi, _EPS)), p
     if norm == "zmuv":
         n = jnp.maximum(count, 1)
         mean = jnp.sum(_masked(s, p, 0), axis=-1, keepdims=True) / n
         std = jnp.sqrt(jnp.sum(_masked((s - mean) ** 2, p, 0), axis=-1, keepdims=True) / n)
-        return (s - mean) / jnp.maximum(std, _EPS), p
+        return _divide(s - mean, jnp.maximum(std, _EPS)), p
     if norm == "rank":
         return 1 - (rank - 1) / jnp.maximum(count, 1), p
     # borda: over the candidates of all runs; a run's misses fill in at the mean remaining score
@@ -341,14 +360,17 @@ def _trained(method: str, s: jax.Array, p: jax.Array, rank: jax.Array, params: d
         k = jnp.searchsorted(jnp.asarray(_SEGFUSE_BOUNDS[1:]), i, side="right")
         prob, inside = _lookup(table, k)
         return jnp.sum(_masked(prob * (s + 1), p & inside, 0), axis=0)
-    # slidefuse: the mean of the probabilities in the window [i - w, i + w] cut to the run
+    # slidefuse: the mean of the probabilities in the window [i - w, i + w] cut to the run,
+    # summed in order as ranx (a cumulative sum would break its exact ties)
     w = jnp.asarray(params["w"], jnp.int32)
     a, b = jnp.maximum(i - w, 0), jnp.minimum(i + w, n - 1)
-    cum = jnp.concatenate([jnp.zeros_like(table[:, :1]), jnp.cumsum(table, axis=-1)], axis=-1)
-    size = table.shape[-1]
-    upper, _ = _lookup(cum, jnp.minimum(b + 1, size))
-    lower, _ = _lookup(cum, jnp.minimum(a, size))
-    return jnp.sum(_masked((upper - lower) / (b - a + 1).astype(dtype), p, 0), axis=0)
+
+    def add(t, total):
+        prob, inside = _lookup(table, a + t)
+        return total + jnp.where(inside & (a + t <= b), prob, 0)
+
+    window = jax.lax.fori_loop(0, 2 * w + 1, add, jnp.zeros(i.shape, dtype))
+    return jnp.sum(_masked(window / (b - a + 1).astype(dtype), p, 0), axis=0)
 
 
 def _combine(method: str, s: jax.Array, p: jax.Array, rank: jax.Array, params: dict) -> jax.Array:
@@ -548,7 +570,8 @@ def fuse(
             run file path, a ``{qid: {docno: score}}`` dict, records, a DataFrame, a
             :class:`jaxrank.trec.Run`). A query missing from a run is one the run retrieved
             nothing for (ranx requires every run to have the same queries).
-        method: one of :data:`METHODS` (ranx's names; formulas in the module docstring).
+        method: one of :data:`METHODS` or :data:`TRAINED` (ranx's names; formulas in the
+            module docstring).
         norm: one of :data:`NORMS`, applied to each run per query before fusing.
         params: the method's parameters, ranx's names (``k``, ``sigma``, ``phi``, ``gamma``,
             ``weights``: a list in the runs' order, or ``{name: weight}`` for a dict of runs).

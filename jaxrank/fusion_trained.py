@@ -426,6 +426,7 @@ def optimize_fusion(
 
 def _search(method, norm, parsed, judged, runs, options, with_report):
     aligned = _Aligned(runs)
+    inserted = _insertion_order(aligned, runs, norm)
     hits = [_hit_lists(judged, r, norm) for r in runs] if method in ("probfuse", "slidefuse") else None
     fixed = {"probs": [_positions(h) for h in hits]} if method == "slidefuse" else {}
     best_score, best, report = 0.0, None, {}
@@ -437,16 +438,90 @@ def _search(method, norm, parsed, judged, runs, options, with_report):
         else:
             params = {**fixed, _PARAM_NAME[method]: value}
         fused = aligned.fuse(method, norm, params)
-        score = _mean_metric(parsed, judged, _ranked_fused(aligned, fused, judged))
+        score = _mean_metric(parsed, judged, _ranx_ranking(aligned, fused, inserted, judged))
         report[str(config)] = score
         if score >= best_score:  # ranx's rule: the last best wins ties
             best_score, best = score, params
     return (best, report) if with_report else best
 
 
-def _ranked_fused(aligned: _Aligned, fused: np.ndarray, judged: _Judgments) -> list[list[bytes]]:
-    """The fused run's documents per qrels query, ranked."""
-    order = aligned.order(fused)
-    docnos = (aligned.docnos if order is None else aligned.docnos[order]).tolist()
+def _insertion_order(aligned: _Aligned, runs: list[trec.Run], norm: Optional[str]) -> list[np.ndarray]:
+    """Per query, the candidates in the order ranx's fused dict receives them: the first
+    run's documents in its (normalised) order, then each next run's new ones."""
+    index = {}
+    for q, qid in enumerate(aligned.qids):
+        a, b = aligned.starts[q], aligned.starts[q + 1]
+        index[qid] = dict(zip(aligned.docnos[a:b].tolist(), range(a, b)))
+    order: dict[str, dict[int, None]] = {qid: {} for qid in aligned.qids}
+    for run in runs:
+        for qid, docs in zip(run.qids.tolist(), _ranked(run, norm)):
+            order[qid].update(dict.fromkeys(index[qid][d] for d in docs))
+    return [np.fromiter(order[qid], dtype=np.int64) for qid in aligned.qids]
+
+
+def _ranx_ranking(aligned: _Aligned, fused: np.ndarray, inserted: list[np.ndarray], judged: _Judgments):
+    """The fused run's documents per qrels query as ranx ranks them: numba's quicksort
+    argsort of the negated scores in insertion order (it decides the order of tied scores)."""
     where = {q: i for i, q in enumerate(aligned.qids)}
-    return [docnos[aligned.starts[where[q]] : aligned.starts[where[q] + 1]] for q in judged.qids]
+    out = []
+    for qid in judged.qids:
+        cands = inserted[where[qid]]
+        out.append(aligned.docnos[cands[_numba_argsort(-fused[cands])]].tolist())
+    return out
+
+
+_SMALL_QUICKSORT = 15  # numba's: ranges this short are insertion-sorted
+
+
+def _numba_argsort(a: np.ndarray) -> np.ndarray:
+    """``np.argsort(a)`` as numba compiles it (numba.misc.quicksort, the order of equal keys
+    included); NaN-free input. Distinct keys have one order: numpy's, much faster."""
+    if np.unique(a).size == a.size:
+        return np.argsort(a, kind="stable")
+    v, r = a.tolist(), list(range(len(a)))
+    stack = [(0, len(a) - 1)]
+    while stack:
+        low, high = stack.pop()
+        while high - low >= _SMALL_QUICKSORT:
+            i = _partition(v, r, low, high)
+            if high - i > i - low:  # push the larger side, go on with the smaller
+                if high > i:
+                    stack.append((i + 1, high))
+                high = i - 1
+            else:
+                if i > low:
+                    stack.append((low, i - 1))
+                low = i + 1
+        for i in range(low + 1, high + 1):  # insertion sort of [low, high]
+            k, j = r[i], i
+            while j > low and v[k] < v[r[j - 1]]:
+                r[j] = r[j - 1]
+                j -= 1
+            r[j] = k
+    return np.array(r, dtype=np.int64)
+
+
+def _partition(v: list, r: list, low: int, high: int) -> int:
+    """numba's partition of ``r[low:high + 1]``: median-of-three pivot, Hoare scheme."""
+    mid = (low + high) >> 1
+    if v[r[mid]] < v[r[low]]:
+        r[low], r[mid] = r[mid], r[low]
+    if v[r[high]] < v[r[mid]]:
+        r[high], r[mid] = r[mid], r[high]
+    if v[r[mid]] < v[r[low]]:
+        r[low], r[mid] = r[mid], r[low]
+    pivot = v[r[mid]]
+    r[high], r[mid] = r[mid], r[high]
+    i, j = low, high - 1
+    while True:
+        while i < high and v[r[i]] < pivot:
+            i += 1
+        while j >= low and pivot < v[r[j]]:
+            j -= 1
+        if i >= j:
+            break
+        r[i], r[j] = r[j], r[i]
+        i += 1
+        j -= 1
+    r[i], r[high] = r[high], r[i]
+    return i

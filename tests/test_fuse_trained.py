@@ -114,3 +114,106 @@ def test_trained_methods_run_under_jit_with_traced_params(data):
         want = fuse_scores(scores, where, method, "min-max", params)
         got = jax.jit(lambda s, w, p, m=method: fuse_scores(s, w, m, "min-max", p))(scores, where, traced)
         np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=method)
+
+
+# Grids as ranx's, cut where each trial retrains or re-fuses slowly (the test budget).
+OPTIMIZE_CASES = [
+    ("wsum", "min-max", "hit_rate@3", {}),
+    ("wsum", "zmuv", "precision@5", {"step": 0.25}),
+    ("mixed", "min-max", "precision@5", {}),
+    ("probfuse", "min-max", "map@20", {"max_n_segments": 12}),
+    ("slidefuse", "min-max", "ndcg@10", {"max_w": 6}),
+    ("rbc", "min-max-inverted", "mrr@10", {"min_phi": 0.05, "step": 0.05}),
+    ("gmnz", "min-max", "recall@10", {"step": 0.05}),
+]
+
+
+@pytest.mark.parametrize("method,norm,metric,options", OPTIMIZE_CASES)
+def test_optimize_fusion_chooses_as_ranx(method, norm, metric, options):
+    """The same report (every trial's metric value, exactly: ties between settings tie as
+    in ranx) and the same choice (the last best)."""
+    qrels, runs = _make(seed=1, n_queries=16)
+    want_params, want_report = ranx.optimize_fusion(
+        ranx.Qrels(qrels),
+        _ranx_runs(runs),
+        norm=norm,
+        method=method,
+        metric=metric,
+        show_progress=False,
+        return_optimization_report=True,
+        **options,
+    )
+    got_params, got_report = jaxrank.optimize_fusion(
+        qrels, runs, norm=norm, method=method, metric=metric, return_optimization_report=True, **options
+    )
+    assert list(got_report) == list(want_report.configs)
+    assert list(got_report.values()) == [float(v) for v in want_report.results]
+    if method in ("wsum", "mixed", "gmnz") and norm == "min-max":
+        assert len(set(got_report.values())) < len(got_report)  # settings tie: the last best is chosen
+    assert got_params.keys() == want_params.keys()
+    for name, theirs in want_params.items():
+        mine = got_params[name]
+        if name == "probs":  # one table per run, of different lengths for slidefuse
+            for a, b in zip(mine, theirs, strict=True):
+                np.testing.assert_array_equal(a, b)
+        else:
+            np.testing.assert_array_equal(np.asarray(mine, float), np.asarray(theirs, float))
+    fused = jaxrank.fuse(runs, method=method, norm=norm, params=got_params).to_dict()
+    _assert_same(fused, _ranx_dict(ranx.fuse(_ranx_runs(runs), norm=norm, method=method, params=want_params)))
+
+
+@pytest.mark.parametrize("method", TRAINED_ONLY)
+def test_optimize_fusion_of_a_trained_only_method_is_its_training(data, method):
+    qrels, runs = data
+    want = ranx.optimize_fusion(ranx.Qrels(qrels), _ranx_runs(runs), method=method)
+    got = jaxrank.optimize_fusion(qrels, runs, method=method)
+    for mine, theirs in zip(got[next(iter(want))], next(iter(want.values())), strict=True):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"method": "combsum"}, "method='combsum'"),
+        ({"method": "sum"}, "method='sum' has no params to optimize"),
+        ({"norm": "l2"}, "norm='l2'"),
+        ({"metric": "ndcg@ten"}, "metric='ndcg@ten'"),
+        ({"metric": "bpref"}, "metric='bpref'"),
+        ({"method": "wsum", "min_k": 3}, r"options \['min_k'\]"),
+        ({"method": "bayesfuse", "return_optimization_report": True}, "return_optimization_report"),
+        ({"method": "probfuse", "norm": "borda"}, "norm='borda'"),
+    ],
+)
+def test_optimize_fusion_refuses_bad_arguments(data, kwargs, match):
+    qrels, runs = data
+    with pytest.raises(ValueError, match=match):
+        jaxrank.optimize_fusion(qrels, runs, **kwargs)
+
+
+def test_optimize_fusion_refuses_runs_and_qrels_of_different_queries(data):
+    qrels, runs = data
+    fewer = {q: v for q, v in qrels.items() if q != "q03"}
+    with pytest.raises(ValueError, match=r"runs\[0\] and qrels hold different queries.*in the run only \['q03'\]"):
+        jaxrank.optimize_fusion(fewer, runs)
+    named = {"bm25": runs[0], "dense": {q: v for q, v in runs[1].items() if q != "q05"}}
+    with pytest.raises(ValueError, match=r"runs\['dense'\] and qrels.*in the qrels only \['q05'\]"):
+        jaxrank.optimize_fusion(qrels, named)
+    with pytest.raises(ValueError, match="at least two runs"):
+        jaxrank.optimize_fusion(qrels, [runs[0]])
+
+
+@pytest.mark.parametrize(
+    "method,missing", [("probfuse", "probs"), ("slidefuse", "w"), ("bayesfuse", "log_odds"), ("mapfuse", "map_scores")]
+)
+def test_fuse_refuses_a_trained_method_without_its_params(data, method, missing):
+    _, runs = data
+    params = {"probs": [[0.5, 0.1]] * R} if missing == "w" else None
+    with pytest.raises(ValueError, match=rf"method='{method}' needs params\['{missing}'\]"):
+        jaxrank.fuse(runs, method=method, params=params)
+
+
+def test_bayesfuse_refuses_runs_longer_than_its_log_odds(data):
+    """ranx reads past the end of its table there (an undefined number); jaxrank refuses."""
+    _, runs = data
+    with pytest.raises(ValueError, match=r"params\['log_odds'\] has 10 positions"):
+        jaxrank.fuse(runs, method="bayesfuse", params={"log_odds": [np.zeros(10)] * R})
