@@ -217,3 +217,15 @@ def test_bayesfuse_refuses_runs_longer_than_its_log_odds(data):
     _, runs = data
     with pytest.raises(ValueError, match=r"params\['log_odds'\] has 10 positions"):
         jaxrank.fuse(runs, method="bayesfuse", params={"log_odds": [np.zeros(10)] * R})
+
+
+def test_train_refuses_what_ranx_cannot_train(data):
+    qrels, runs = data
+    with pytest.raises(ValueError, match="method='mixed' has nothing to train"):
+        train(qrels, runs, method="mixed")
+    with pytest.raises(ValueError, match="n_segments=None"):
+        train(qrels, runs, method="probfuse")
+    with pytest.raises(ValueError, match="norm='borda'"):
+        train(qrels, runs, method="posfuse", norm="borda")
+    with pytest.raises(ValueError, match=r"runs\[2\] and qrels hold different queries"):
+        train(qrels, [*runs[:2], {"q99": {"d001": 1.0}}], method="segfuse")
