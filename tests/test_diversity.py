@@ -358,14 +358,20 @@ def test_soft_diversity_gradients_are_finite_and_non_zero(ranker, n):
 
 def test_soft_values_approach_the_hard_ones_as_the_temperature_vanishes():
     s, y, w, j, jw = small_batch(2)
-    s = s + np.random.default_rng(0).standard_normal(s.shape) * 0.01  # no ties: the limit is one order
+    rng = np.random.default_rng(0)
+    # scores at least 0.8 apart (as test_soft's limits): one order for the limit to reach
+    s = np.stack([rng.permutation(s.shape[1]) for _ in s]) + rng.uniform(0, 0.2, s.shape)
     hard = jax.jit(every_metric)(s, y, w, j, jw)
-    gaps = []
-    for tau in (0.1, 0.01, 0.0005):
-        soft = jax.jit(lambda *a, tau=tau: every_metric(*a, ranker=jaxrank.approx(tau, units="score")))(s, y, w, j, jw)
-        gaps.append({key: float(np.max(np.abs(np.asarray(soft[key]) - np.asarray(hard[key])))) for key in hard})
+
+    def gap(tau):
+        ranker = jaxrank.approx(tau, units="std")
+        soft = jax.jit(lambda *a: every_metric(*a, ranker=ranker))(s, y, w, j, jw)
+        return {key: float(np.max(np.abs(np.asarray(soft[key]) - np.asarray(hard[key])))) for key in hard}
+
+    warm, cold = gap(0.3), gap(1e-3)
     for key in hard:
-        assert gaps[-1][key] < 1e-3 and gaps[-1][key] <= gaps[0][key], (key, [g[key] for g in gaps])
+        assert cold[key] < 1e-6, (key, cold[key])
+    assert max(warm.values()) > 1e-2  # a relaxation, away from the hard values when warm
 
 
 def test_metric_loss_trains_a_linear_model_on_alpha_ndcg():

@@ -164,8 +164,9 @@ def _varying_axes(x: jax.Array) -> frozenset:
 
 def vary_like(value: jax.Array, x: jax.Array) -> jax.Array:
     """``value`` typed as varying over the ``shard_map`` axes ``x`` varies over (a scan's
-    initial carry must have the type of the carry the body computes from ``x``)."""
-    axes = _varying_axes(x)
+    initial carry must have the type of the carry the body computes from ``x``); the axes
+    ``value`` already varies over stay as they are."""
+    axes = _varying_axes(x) - _varying_axes(value)
     return lax.pcast(value, tuple(sorted(axes)), to="varying") if axes else value
 
 
