@@ -144,34 +144,37 @@ def greedy_ideal_ranks(judged: Array, valid: Array, alpha: float) -> Array:
     keep = 1.0 - jnp.asarray(alpha, fdtype)
 
     def gains(left, placed):
-        def add(s, total):
-            return total + lax.dynamic_index_in_dim(judged, s, -1, False) * left[..., s, None]
-
-        total = lax.fori_loop(0, t, add, vary_like(jnp.zeros(judged.shape[:-1], fdtype), judged))
+        # added subtopic by subtopic in order (ndeval's order, so that the same ties arise);
+        # unrolled, XLA fuses the sum into one pass over the items
+        total = jnp.zeros(judged.shape[:-1], fdtype)
+        for s in range(t):
+            total = total + judged[..., s] * left[..., s, None]
         return jnp.where(placed, -1.0, total)
 
     def more(carry):
-        step, left, placed, _ = carry
-        return (step < m) & jnp.any(jnp.max(gains(left, placed), axis=-1, initial=-1.0) > 0)
+        step, _, _, _, any_active = carry
+        return (step < m) & any_active
 
     def place(carry):
-        step, left, placed, ranks = carry
+        step, left, placed, ranks, _ = carry
         g = gains(left, placed)
         best = m - 1 - jnp.argmax(g[..., ::-1], axis=-1)  # the last of the largest
         active = jnp.max(g, axis=-1) > 0
         at = (index == best[..., None]) & active[..., None]
         ranks = jnp.where(at, step + 1, ranks)
-        chosen = jnp.sum(jnp.where(at[..., None], judged, 0), axis=-2)  # [..., t]
-        left = left * jnp.where(chosen > 0, keep, 1.0)
-        return step + 1, left, placed | at, ranks
+        chosen = jnp.take_along_axis(judged, best[..., None, None], axis=-2)[..., 0, :]  # [..., t]
+        left = left * jnp.where((chosen > 0) & active[..., None], keep, 1.0)
+        # one step past the last placement finds nothing and ends the loop
+        return step + 1, left, placed | at, ranks, jnp.any(active)
 
     init = (
         jnp.zeros((), jnp.int32),
         vary_like(jnp.ones(judged.shape[:-2] + (t,), fdtype), judged),
         vary_like(~valid, judged),
         vary_like(jnp.zeros(valid.shape, jnp.int32), judged),
+        vary_like(jnp.asarray(True), judged),
     )
-    _, _, _, ranks = lax.while_loop(more, place, init)
+    _, _, _, ranks, _ = lax.while_loop(more, place, init)
     placed = jnp.sum(ranks > 0, axis=-1, keepdims=True)
     rest = valid & (ranks == 0)
     after = placed + jnp.cumsum(rest, axis=-1)
