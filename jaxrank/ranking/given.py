@@ -15,8 +15,8 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 
-from jaxrank.ranking._backend import inverse_permutation, row_sum, sort_key
-from jaxrank.ranking.hard import HardRanks, hard
+from jaxrank.ranking._backend import inverse_permutation
+from jaxrank.ranking.hard import HardRanks, hard, in_given_order
 from jaxrank.ranking.ranks import PositionFn, Ranks, float_dtype
 
 
@@ -112,9 +112,7 @@ class GivenRanker:
         if not self.exact:
             return hard("stable")(-r, valid)
         # A permutation of 1..n, valid items first: its inverse is the order, no sort.
-        order = inverse_permutation(jnp.round(r).astype(jnp.int32) - 1)
-        n_valid = row_sum(valid, keepdims=True).astype(jnp.int32)
-        return HardRanks(order, n_valid, sort_key(-r, valid), ties="stable")
+        return in_given_order(inverse_permutation(jnp.round(r).astype(jnp.int32) - 1), -r, valid)
 
 
 def given(ranks: jax.Array, present: Optional[jax.Array] = None, *, exact: bool = False) -> GivenRanker:

@@ -201,6 +201,15 @@ class HardRanker:
         return HardRanks(order, n_valid, key, start=start, end=end, ties=self.ties)
 
 
+def in_given_order(order: jax.Array, scores: jax.Array, where: jax.Array) -> HardRanks:
+    """Exact ranks (ties ``"stable"``) of lists already ordered: ``order[..., p]`` is the item
+    at position ``p``, valid items first, and ``scores`` rank the items in that order. No
+    sort, so no host callback in the compiled program (:func:`jaxrank.ranking.given` with
+    ``exact=True``, ``jaxrank ndeval``)."""
+    n_valid = row_sum(where, keepdims=True).astype(jnp.int32)
+    return HardRanks(order.astype(jnp.int32), n_valid, sort_key(scores, where), ties="stable")
+
+
 def hard(ties: Ties = "stable") -> HardRanker:
     """The exact ranker.
 

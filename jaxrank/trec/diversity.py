@@ -616,20 +616,6 @@ _QUANTITIES = {
 _IDEAL = ("err", "dcg", "nrbp")  # those ndeval also computes over the ideal ranking
 
 
-def _ranks_in_order(scores, where, order):
-    """Exact ranks (:class:`~jaxrank.ranking.HardRanks`, ties by input order) of lists whose
-    items are at the positions ``order`` gives (the item at each position, valid items
-    first): no sort, so no host callback (numpy's sort on CPU) in the compiled program,
-    which JAX's persistent compilation cache can then keep (``jaxrank ndeval`` turns it on)."""
-    import jax.numpy as jnp
-
-    from jaxrank.ranking import HardRanks
-    from jaxrank.ranking._backend import row_sum, sort_key
-
-    n_valid = row_sum(where, keepdims=True).astype(jnp.int32)
-    return HardRanks(order.astype(jnp.int32), n_valid, sort_key(scores, where), ties="stable")
-
-
 @functools.cache
 def _program(k: tuple[int, ...], alpha: float, beta: float) -> Callable:
     """One jitted program for static parameters: every quantity of :data:`_QUANTITIES` over
@@ -641,6 +627,7 @@ def _program(k: tuple[int, ...], alpha: float, beta: float) -> Callable:
     import jaxrank
     from jaxrank.metrics import greedy_ideal_ranks
     from jaxrank.ranking._backend import inverse_permutation
+    from jaxrank.ranking.hard import in_given_order
 
     def quantity(name, ranks, scores, labels, where, judgments, judgments_where):
         function, cut, with_alpha, with_beta = _QUANTITIES[name]
@@ -660,11 +647,11 @@ def _program(k: tuple[int, ...], alpha: float, beta: float) -> Callable:
 
     def program(scores, labels, where, judgments, judgments_where):
         listed = jnp.broadcast_to(jnp.arange(scores.shape[-1]), scores.shape)  # the lists come in rank order
-        ranks = _ranks_in_order(scores, where, listed)
+        ranks = in_given_order(listed, scores, where)
         out = {n: quantity(n, ranks, scores, labels, where, judgments, judgments_where) for n in _QUANTITIES}
         position = greedy_ideal_ranks(judgments.astype(scores.dtype), judgments_where, alpha)  # 1..m, valid first
         ideal_scores = -position.astype(scores.dtype)
-        ideal = _ranks_in_order(ideal_scores, judgments_where, inverse_permutation(position - 1))
+        ideal = in_given_order(inverse_permutation(position - 1), ideal_scores, judgments_where)
         for n in _IDEAL:
             out[f"ideal_{n}"] = quantity(n, ideal, ideal_scores, judgments, judgments_where, judgments, judgments_where)
         return out
@@ -683,14 +670,6 @@ def _quantities(lists: _Lists, k: tuple[int, ...], alpha: float, beta: float) ->
         return {n: np.asarray(v, np.float64).reshape(rows, -1) for n, v in out.items()}
 
 
-def _top_gain(labels: np.ndarray, judgments: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The subtopics covered by the first document, and by the ideal first document: ndeval
-    leaves alpha-DCG and ERR-IA at rank 1 unnormalised (its loops start at rank 2), so
-    pyndeval reports them @1 as these counts."""
-    top = labels[:, 0, :].sum(axis=-1).astype(np.float64)
-    return top, judgments.sum(axis=-1).max(axis=-1).astype(np.float64)
-
-
 def _family_values(family: str, q: dict[str, np.ndarray], lists: _Lists, k: tuple[int, ...]) -> np.ndarray:
     """``[T, C]`` values of an ir_measures family from :func:`_quantities`' ``q``, normalised
     as ndeval normalises them."""
@@ -703,11 +682,6 @@ def _family_values(family: str, q: dict[str, np.ndarray], lists: _Lists, k: tupl
         else:  # ndeval divides only where alpha-DCG is not 0
             name = "dcg" if family == "alpha_nDCG" else "err"
             v = np.where(q["dcg"] != 0, q[name] / q[f"ideal_{name}"], 0.0)
-        if family in ("ERR_IA", "alpha_DCG", "nERR_IA", "alpha_nDCG") and 1 in k:
-            top, ideal_top = _top_gain(lists.labels, lists.judgments)
-            if family in ("nERR_IA", "alpha_nDCG"):
-                top = np.where(top != 0, top / ideal_top, 0.0)
-            v[:, list(k).index(1)] = top
     return v
 
 
