@@ -238,6 +238,23 @@ print(json.dumps({{"setup_s": _setup_s, "runs_s": _runs, "peak_rss_mib": _rss / 
 """
 
 
+def time_compiled(fn, repeats: int) -> tuple[float, float]:
+    """(median warm call, first call minus it: the compile) of a JAX ``fn``, every call
+    waited for (``jax.block_until_ready``)."""
+    import jax
+
+    t0 = time.perf_counter()
+    jax.block_until_ready(fn())
+    first = time.perf_counter() - t0
+    runs = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn())
+        runs.append(time.perf_counter() - t0)
+    median = statistics.median(runs)
+    return median, max(first - median, 0.0)
+
+
 def time_in_subprocess(
     setup: str, stmt: str, *, repeats: int = 3, value: str = "None", timeout: float | None = None
 ) -> dict:

@@ -40,11 +40,9 @@ import dataclasses
 import importlib.util
 import itertools
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import types
 from collections.abc import Callable
 from pathlib import Path
@@ -105,21 +103,7 @@ class Row:
     status: str = "OK"
 
 
-# ---------------------------------------------------------------- timing
-
-
-def time_jax(fn: Callable[[], object], repeats: int) -> tuple[float, float]:
-    """(median warm call, first call minus it: the compile) of ``fn``, each call waited for."""
-    t0 = time.perf_counter()
-    jax.block_until_ready(fn())
-    first = time.perf_counter() - t0
-    runs = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn())
-        runs.append(time.perf_counter() - t0)
-    median = statistics.median(runs)
-    return median, max(first - median, 0.0)
+# ---------------------------------------------------------------- errors
 
 
 def _short(error: BaseException) -> str:
@@ -311,8 +295,8 @@ def core_rows(sizes: Sizes) -> list[Row]:
     scores, labels = (jnp.asarray(a) for a in _batch(np.random.default_rng(0), b, n))
     size = f"[{b}, {n}]"
     floors = {
-        "lax.top_k(10)": time_jax(lambda: _top_k(scores), sizes.repeats),
-        "lax.sort": time_jax(lambda: _sort(scores), sizes.repeats),
+        "lax.top_k(10)": _machine.time_compiled(lambda: _top_k(scores), sizes.repeats),
+        "lax.sort": _machine.time_compiled(lambda: _sort(scores), sizes.repeats),
     }
     metrics = {
         "ndcg@10": (_ndcg10_jit, "lax.top_k(10)"),
@@ -321,7 +305,7 @@ def core_rows(sizes: Sizes) -> list[Row]:
     }
     rows = []
     for name, (fn, floor) in metrics.items():
-        run_s, compile_s = time_jax(lambda fn=fn: fn(scores, labels), sizes.repeats)
+        run_s, compile_s = _machine.time_compiled(lambda fn=fn: fn(scores, labels), sizes.repeats)
         rows.append(Row(f"core: {name}", size, run_s, compile_s, f"floor {floor}", floors[floor][0]))
     return rows
 
@@ -331,7 +315,9 @@ def torchmetrics_rows(sizes: Sizes) -> list[Row]:
     functional form takes one query) on the same device."""
     b, n = sizes.core
     scores, labels = _batch(np.random.default_rng(0), b, n)
-    run_s, compile_s = time_jax(lambda: _ndcg10_jit(jnp.asarray(scores), jnp.asarray(labels)), sizes.repeats)
+    run_s, compile_s = _machine.time_compiled(
+        lambda: _ndcg10_jit(jnp.asarray(scores), jnp.asarray(labels)), sizes.repeats
+    )
     row = Row("core: ndcg@10 vs torchmetrics", f"[{b}, {n}]", run_s, compile_s, "torchmetrics retrieval_normalized_dcg")
 
     def fetch() -> list[float]:
@@ -360,7 +346,7 @@ def soft_rows(sizes: Sizes) -> list[Row]:
         return -jnp.mean(jnp.sum(labels * jax.nn.log_softmax(s), -1))
 
     floor = _vg(softmax_ce)
-    floor_s, _ = time_jax(lambda: floor(scores), sizes.repeats)
+    floor_s, _ = _machine.time_compiled(lambda: floor(scores), sizes.repeats)
     rankers = {
         "approx": jaxrank.approx(),
         "softrank": jaxrank.softrank(),
@@ -370,7 +356,7 @@ def soft_rows(sizes: Sizes) -> list[Row]:
     rows = []
     for name, ranker in rankers.items():
         fn = _vg(lambda s, ranker=ranker: jnp.mean(losses.metric_loss(s, labels, ranker=ranker)))
-        run_s, compile_s = time_jax(lambda fn=fn: fn(scores), sizes.repeats)
+        run_s, compile_s = _machine.time_compiled(lambda fn=fn: fn(scores), sizes.repeats)
         rows.append(
             Row(
                 f"soft: metric_loss {name} value+grad", f"[{b}, {n}]", run_s, compile_s, "floor softmax CE v+g", floor_s
@@ -389,7 +375,7 @@ def trec_rows(sizes: Sizes) -> list[Row]:
     with tempfile.TemporaryDirectory() as tmp:
         run = gen_trec.generate_run(Path(tmp) / "run", queries, docs)
         qrels = gen_trec.generate_qrels(Path(tmp) / "qrels", queries, min(100, 2 * docs), n_docs=docs)
-        run_s, compile_s = time_jax(lambda: jaxrank.evaluate(str(qrels), str(run)), sizes.repeats)
+        run_s, compile_s = _machine.time_compiled(lambda: jaxrank.evaluate(str(qrels), str(run)), sizes.repeats)
     return [Row("trec: evaluate end to end", f"{queries} q x {docs} docs", run_s, compile_s, "", None)]
 
 
@@ -398,7 +384,7 @@ def _time_search(folder: str, sizes: Sizes, docs: int) -> list[Row]:
     size = f"{sizes.queries} q x {docs} x {sizes.dim}"
     rows = []
     for k in SEARCH_K:
-        run_s, compile_s = time_jax(lambda k=k: retrieval.search(queries, corpus, k), sizes.repeats)
+        run_s, compile_s = _machine.time_compiled(lambda k=k: retrieval.search(queries, corpus, k), sizes.repeats)
         rows.append(Row(f"search: retrieval.search k={k}", size, run_s, compile_s, "torch topk(q @ c.T)"))
     return rows
 
@@ -435,8 +421,8 @@ def sharding_rows(sizes: Sizes) -> list[Row]:
     spec = PartitionSpec("d")
     sharded = jax.jit(jax.shard_map(_ndcg10, mesh=mesh, in_specs=(spec, spec), out_specs=spec))
     plain = _ndcg10_jit
-    run_s, compile_s = time_jax(lambda: sharded(scores, labels), sizes.repeats)
-    plain_s, _ = time_jax(lambda: plain(scores, labels), sizes.repeats)
+    run_s, compile_s = _machine.time_compiled(lambda: sharded(scores, labels), sizes.repeats)
+    plain_s, _ = _machine.time_compiled(lambda: plain(scores, labels), sizes.repeats)
     same = np.allclose(np.asarray(sharded(scores, labels)), np.asarray(plain(scores, labels)), atol=1e-6)
     status = ("OK" if same else "FAIL values differ from jit's") + f" ({len(devices)} device{'s' * (len(devices) > 1)})"
     return [
@@ -452,7 +438,7 @@ def compare_rows(sizes: Sizes) -> list[Row]:
     with tempfile.TemporaryDirectory() as tmp:
         qrels, runs = bench_compare.make_files(Path(tmp), systems, queries, docs)
         runs = {name: str(path) for name, path in runs.items()}
-        run_s, compile_s = time_jax(
+        run_s, compile_s = _machine.time_compiled(
             lambda: jaxrank.compare(str(qrels), runs, ["map", "ndcg_cut.10"], n_resamples=resamples).to_records(),
             sizes.repeats,
         )

@@ -62,16 +62,7 @@ def _paired(fn, floor, rounds):
 def _time(fn, repeats):
     """(median run, compile = first call minus median, "noisy" or "") of ``fn``."""
     watch = _machine.Watch()
-    t0 = time.perf_counter()
-    jax.block_until_ready(fn())
-    first = time.perf_counter() - t0
-    runs = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn())
-        runs.append(time.perf_counter() - t0)
-    median = statistics.median(runs)
-    return median, max(first - median, 0.0), watch.stop().flag
+    return (*_machine.time_compiled(fn, repeats), watch.stop().flag)
 
 
 # The measures of all_metrics that jaxrank.compute names (ir_measures' strings; DCG and
