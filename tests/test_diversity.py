@@ -332,7 +332,7 @@ LOSSES = [
     [(name, n) for name in SOFT for n in (10, 200)] + [("sharp", 1000)],
 )
 def test_soft_diversity_gradients_are_finite_and_non_zero(ranker, n):
-    # At n = 1000 the defaults' top soft ranks lie in the hundreds (approx() at std 1: 218), and
+    # At n = 1000 the defaults' top soft ranks lie in the hundreds (test_default_approx_blurs_...), and
     # the cascade's product over every relevant item "half above" underflows float32:
     # docs/diversity.md gives the sharper ranker for long lists, checked here.
     rng = np.random.default_rng(n)
@@ -354,6 +354,27 @@ def test_soft_diversity_gradients_are_finite_and_non_zero(ranker, n):
         for (name, k), row in zip(LOSSES, g):
             assert np.isfinite(row).all(), (name, k, scale)
             assert np.abs(row).max() > 0, (name, k, scale)
+
+
+def test_default_approx_blurs_the_cascades_of_long_lists():
+    # what docs/diversity.md says of approx() at n = 1000, and why the sharper ranker it
+    # gives keeps the gradient
+    rng = np.random.default_rng(1000)
+    labels = jnp.asarray(rng.random((2, 1000, 4)) < 0.3)
+    base = rng.standard_normal((2, 1000))
+    # temperature 3 in score units, kept within the band of each list's spread: sharp once
+    # the scores spread wide (std 100), blurred below
+    sharp_top = jaxrank.approx()(jnp.asarray(base * 100.0, jnp.float32), None).ranks
+    assert float(jnp.min(sharp_top)) < 2
+    for scale in (0.01, 1.0):
+        s = jnp.asarray(base * scale, jnp.float32)
+        assert float(jnp.min(jaxrank.approx()(s, None).ranks)) > 100, scale
+
+        def grad(ranker, s=s):
+            return np.asarray(jax.grad(lambda x: jnp.sum(jaxrank.nnrbp(x, labels, ranker=ranker)))(s))
+
+        assert np.abs(grad(jaxrank.approx())).max() == 0, scale
+        assert np.abs(grad(SHARP)).max() > 0, scale
 
 
 def test_soft_values_approach_the_hard_ones_as_the_temperature_vanishes():
