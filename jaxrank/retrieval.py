@@ -36,13 +36,14 @@ from jaxrank import _checks
 Array = jax.Array
 AxisName = Union[str, tuple[str, ...]]
 
-# Scores held per block: query tile x block elements. 2**22 float32 (16 MiB) stay in
-# the last-level cache between the matrix product that writes them and the
-# screening that reads them, which runs both faster than larger blocks do
-# (docs/scale.md times the alternatives). Queries go in tiles of at most
-# _QUERY_TILE rows, one full search per tile.
-_BLOCK_ELEMENTS = 1 << 22
-_QUERY_TILE = 512
+# Scores held per block (query tile x block elements) and query rows per tile, by the
+# platform that holds the corpus. On CPU, 2**22 float32 (16 MiB) stay in the
+# last-level cache between the matrix product that writes them and the screening that
+# reads them, which runs both faster than larger blocks do; on GPU each block costs a
+# few kernel launches, so blocks and tiles are larger (docs/scale.md and
+# docs/accelerators.md time the alternatives). One full search per tile.
+_BLOCK_ELEMENTS = {"cpu": 1 << 22, "gpu": 1 << 25}
+_QUERY_TILE = {"cpu": 512, "gpu": 1024}
 _MIN_BLOCK, _MAX_BLOCK = 1024, 65536
 _ID_DTYPE = jnp.int32
 # Columns per group whose maximum screens a block against the running k-th best: wide
@@ -57,21 +58,30 @@ def _group_size(k: int) -> int:
     return _GROUP if k <= _LONG_K else _GROUP_LONG_K
 
 
-def _filler(dtype) -> Array:
-    """The lowest value of ``dtype`` in ``top_k``'s total order (a NaN with the sign bit and
-    every payload bit set): pool slots no longer in use, below every score a product yields."""
-    bits = {jnp.float32: np.uint32, jnp.float64: np.uint64}[jnp.dtype(dtype).type]
-    return jnp.asarray(np.array(np.iinfo(bits).max, bits).view(dtype))
+def _dead(live: Array, scores: Array, ids: Array) -> tuple[Array, Array]:
+    """Pool slots no longer in use: score ``-inf``, id -1, the filler of ``k > N``.
+
+    Not a NaN below every number: XLA:GPU's top_k of a short depth over a long row
+    ranks every NaN first (seen on an H200), whatever its sign.
+    """
+    return jnp.where(live, scores, -jnp.inf), jnp.where(live, ids, -1)
 
 
-def _tile_rows(num_queries: int) -> int:
-    """Rows per query tile: at most ``_QUERY_TILE``, the tiles as even as possible."""
-    tiles = -(-max(num_queries, 1) // _QUERY_TILE)
+def _platform(corpus) -> str:
+    """``"gpu"`` when the corpus lies on a GPU (or, traced, GPU is JAX's default), else ``"cpu"``."""
+    devices = corpus.devices() if isinstance(corpus, jax.Array) and not isinstance(corpus, jax.core.Tracer) else None
+    platform = next(iter(devices)).platform if devices else jax.default_backend()
+    return "gpu" if platform in ("gpu", "cuda", "rocm") else "cpu"
+
+
+def _tile_rows(num_queries: int, tile: int) -> int:
+    """Rows per query tile: at most ``tile``, the tiles as even as possible."""
+    tiles = -(-max(num_queries, 1) // tile)
     return -(-max(num_queries, 1) // tiles)
 
 
-def _default_block(num_queries: int, k: int) -> int:
-    block = _BLOCK_ELEMENTS // _tile_rows(num_queries)
+def _default_block(num_queries: int, k: int, platform: str = "cpu") -> int:
+    block = _BLOCK_ELEMENTS[platform] // _tile_rows(num_queries, _QUERY_TILE[platform])
     block = min(max(block, _MIN_BLOCK), _MAX_BLOCK) // _GROUP * _GROUP  # whole groups
     return max(block, k)
 
@@ -210,8 +220,9 @@ def _screened_epoch(values, ids, queries, corpus, start_row: int, blocks: int, b
             # whole block: ids stay ascending, and no document comes twice.
             slot = lax.broadcasted_iota(jnp.int32, (1, blocks * per), 1)
             live = (slot >= valid_from * per) & (slot < j * per)
-            cat = jnp.concatenate([values, jnp.where(live, pool_s, _filler(pool_s.dtype)), s], axis=-1)
-            cat_ids = jnp.concatenate([ids, pool_i, lax.broadcasted_iota(_ID_DTYPE, s.shape, 1) + offset], axis=-1)
+            pool_live, ids_live = _dead(live, pool_s, pool_i)
+            cat = jnp.concatenate([values, pool_live, s], axis=-1)
+            cat_ids = jnp.concatenate([ids, ids_live, lax.broadcasted_iota(_ID_DTYPE, s.shape, 1) + offset], axis=-1)
             v, at = lax.top_k(cat, kk)
             return v, jnp.take_along_axis(cat_ids, at, axis=-1), (j + 1).astype(jnp.int32)
 
@@ -221,7 +232,8 @@ def _screened_epoch(values, ids, queries, corpus, start_row: int, blocks: int, b
     carry = (values, ids, pool_s, pool_i, jnp.zeros((), jnp.int32))
     values, ids, pool_s, pool_i, valid_from = lax.fori_loop(0, blocks, body, carry)
     live = lax.broadcasted_iota(jnp.int32, (1, blocks * per), 1) >= valid_from * per
-    v, at = lax.top_k(jnp.concatenate([values, jnp.where(live, pool_s, _filler(pool_s.dtype))], axis=-1), kk)
+    pool_s, pool_i = _dead(live, pool_s, pool_i)
+    v, at = lax.top_k(jnp.concatenate([values, pool_s], axis=-1), kk)
     return v, jnp.take_along_axis(jnp.concatenate([ids, pool_i], axis=-1), at, axis=-1)
 
 
@@ -240,7 +252,7 @@ def _tile_search(queries, corpus, k: int, block: int, recall_target, precision, 
         docs = lax.dynamic_slice_in_dim(corpus, offset, rows)
         return _merge(best, best_ids, _scores(queries, docs, precision), offset, kk, recall_target, total)
 
-    plan = _epochs(first, full, block, kk) if recall_target is None else [(0, full, None)]
+    plan = _epochs(first, full, block, kk) if recall_target is None else [(0, full, None)] * (full > 0)
     for start, stop, cap in plan:
         if cap is not None:
             values, ids = _screened_epoch(
@@ -258,10 +270,10 @@ def _tile_search(queries, corpus, k: int, block: int, recall_target, precision, 
     return values, ids
 
 
-def _local_search(queries, corpus, k: int, block: int, recall_target, precision, total: int):
-    """Top-``min(k, N)`` over ``corpus`` [N, d], ids local to it, one query tile at a time."""
+def _local_search(queries, corpus, k: int, block: int, tile: int, recall_target, precision, total: int):
+    """Top-``min(k, N)`` over ``corpus`` [N, d], ids local to it, in query tiles of at most ``tile`` rows."""
     q = queries.shape[0]
-    rows = _tile_rows(q)
+    rows = _tile_rows(q, tile)
     search_tile = partial(
         _tile_search, corpus=corpus, k=k, block=block, recall_target=recall_target, precision=precision, total=total
     )
@@ -285,10 +297,10 @@ def _pad_to_k(values: Array, ids: Array, k: int):
     )
 
 
-def _shard_search(queries, corpus, k: int, block: int, recall_target, precision, axis_name, total: int):
+def _shard_search(queries, corpus, k: int, block: int, tile: int, recall_target, precision, axis_name, total: int):
     """Inside ``shard_map``: search the local rows, then merge the shards' top-k."""
     local_n = corpus.shape[0]
-    values, ids = _local_search(queries, corpus, k, block, recall_target, precision, total)
+    values, ids = _local_search(queries, corpus, k, block, tile, recall_target, precision, total)
     ids = ids + lax.axis_index(axis_name).astype(_ID_DTYPE) * local_n
     # [S, Q, k'] in shard order: shard s holds lower ids than shard s + 1.
     values = lax.all_gather(values, axis_name)
@@ -302,9 +314,9 @@ def _shard_search(queries, corpus, k: int, block: int, recall_target, precision,
     return _pad_to_k(values, jnp.take_along_axis(ids, pos, axis=-1), k)
 
 
-@partial(jax.jit, static_argnames=("k", "block", "recall_target", "precision"))
-def _search_jit(queries, corpus, k, block, recall_target, precision):
-    values, ids = _local_search(queries, corpus, k, block, recall_target, precision, corpus.shape[0])
+@partial(jax.jit, static_argnames=("k", "block", "tile", "recall_target", "precision"))
+def _search_jit(queries, corpus, k, block, tile, recall_target, precision):
+    values, ids = _local_search(queries, corpus, k, block, tile, recall_target, precision, corpus.shape[0])
     return _pad_to_k(values, ids, k)
 
 
@@ -327,13 +339,14 @@ def _corpus_mesh_axes(corpus):
     return sharding.mesh, axes
 
 
-@partial(jax.jit, static_argnames=("k", "block", "recall_target", "precision", "mesh", "axes"))
-def _sharded_jit(queries, corpus, k, block, recall_target, precision, mesh, axes):
+@partial(jax.jit, static_argnames=("k", "block", "tile", "recall_target", "precision", "mesh", "axes"))
+def _sharded_jit(queries, corpus, k, block, tile, recall_target, precision, mesh, axes):
     axis = axes if len(axes) > 1 else axes[0]
     f = partial(
         _shard_search,
         k=k,
         block=block,
+        tile=tile,
         recall_target=recall_target,
         precision=precision,
         axis_name=axis,
@@ -362,7 +375,7 @@ def search(
 
     .. math:: \\mathrm{ids}_q = \\operatorname{top\\text{-}k}_{j}\\; \\langle q, c_j \\rangle
 
-    The queries go in tiles of at most 512 rows and the corpus in blocks of
+    The queries go in tiles of at most 512 rows (1024 on GPU) and the corpus in blocks of
     ``block_size`` rows; each block's scores ``[tile, block]`` are merged into a
     running top-``k``, so memory is :math:`O(\\mathrm{tile} (k + block))` and the
     ``[Q, N]`` matrix never exists. After the first block, a block is screened
@@ -382,9 +395,9 @@ def search(
         searches its shard, then the shards' top-``k`` lists are gathered
         (``Q x k`` per device) and merged. The rows must divide evenly.
       k: number of documents per query.
-      block_size: corpus rows per block (default: about ``2**24 / Q``, at least
-        ``k``, between 1024 and 65536). The last block may be shorter; no padding
-        rows are added.
+      block_size: corpus rows per block (default: about ``2**22 / tile`` on
+        CPU and ``2**25 / tile`` on GPU, at least ``k``, between 1024 and
+        65536). The last block may be shorter; no padding rows are added.
       recall_target: ``None`` for the exact top-``k``; else each block's top-``k``
         comes from ``lax.approx_max_k`` with this recall target (TPU runs its
         approximate algorithm; the CPU and GPU backends run an exact top-``k``, so
@@ -418,15 +431,17 @@ def search(
     _check_search_args(queries, corpus, k, block_size, recall_target)
     k = int(k)
     recall_target = None if recall_target is None else float(recall_target)
-    block = int(block_size) if block_size is not None else _default_block(queries.shape[0], k)
+    platform = _platform(corpus)
+    tile = _QUERY_TILE[platform]
+    block = int(block_size) if block_size is not None else _default_block(queries.shape[0], k, platform)
     if axis_name is not None:
         total = corpus.shape[0] * lax.axis_size(axis_name)
-        return _shard_search(queries, corpus, k, block, recall_target, precision, axis_name, total)
+        return _shard_search(queries, corpus, k, block, tile, recall_target, precision, axis_name, total)
     placed = _corpus_mesh_axes(corpus)
     if placed is not None:
         mesh, axes = placed
-        return _sharded_jit(queries, corpus, k, block, recall_target, precision, mesh, axes)
-    return _search_jit(queries, corpus, k, block, recall_target, precision)
+        return _sharded_jit(queries, corpus, k, block, tile, recall_target, precision, mesh, axes)
+    return _search_jit(queries, corpus, k, block, tile, recall_target, precision)
 
 
 # Above this many comparisons per query (k x m), join sorts the judged ids and

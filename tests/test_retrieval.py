@@ -116,8 +116,9 @@ def test_screened_search_when_every_block_overflows(monkeypatch, request):
 def test_search_tiles_queries():
     # More queries than one tile: the last tile is padded with zero rows, dropped after.
     rng = np.random.default_rng(8)
-    queries, corpus = tied_embeddings(rng, 2 * retrieval._QUERY_TILE + 3), tied_embeddings(rng, 300)
-    assert retrieval._tile_rows(queries.shape[0]) < queries.shape[0]
+    tile = retrieval._QUERY_TILE[retrieval._platform(jnp.zeros(1))]
+    queries, corpus = tied_embeddings(rng, 2 * tile + 3), tied_embeddings(rng, 300)
+    assert retrieval._tile_rows(queries.shape[0], tile) < queries.shape[0]
     scores, ids = search(queries, corpus, 5, block_size=64)
     want_scores, want_ids = brute_force(queries, corpus, 5)
     np.testing.assert_array_equal(ids, want_ids)
