@@ -197,14 +197,24 @@ def check_metrics() -> None:
 
 
 def check_hard_ranks() -> None:
-    """The hard ranker's order, whole and top-10, against a stable numpy argsort (ties by index)."""
-    scores = np.round(np.random.default_rng(2).standard_normal((16, 50)), 1).astype(np.float32)  # many ties
-    want = np.argsort(-scores, axis=-1, kind="stable")
+    """The hard ranker's order, whole and top-10, against a stable numpy argsort (ties by index):
+    short lists, and long ones (4000 items) with NaN scores and a padding mask, whose top-10
+    goes through the keyed path (NaN below every number, padding below NaN)."""
+    rng = np.random.default_rng(2)
     ranker = jaxrank.hard()
+    scores = np.round(rng.standard_normal((16, 50)), 1).astype(np.float32)  # many ties
+    want = np.argsort(-scores, axis=-1, kind="stable")
     whole, top = jax.jit(lambda s: (ranker(s).order, ranker(s, depth=10).order))(scores)
     np.testing.assert_array_equal(np.asarray(whole), want)
     # depth is a lower bound: the ranker may keep more positions than asked
     np.testing.assert_array_equal(np.asarray(top)[:, :10], want[:, :10])
+    scores = np.round(rng.standard_normal((32, 4000)), 1).astype(np.float32)
+    scores[rng.random(scores.shape) < 0.3] = np.nan
+    where = np.arange(4000) < rng.integers(5, 4000, (32, 1))
+    tier = np.where(~where, 2, np.where(np.isnan(scores), 1, 0))
+    want = np.lexsort((-np.nan_to_num(scores, nan=0.0), tier), axis=-1)  # stable: ties by index
+    top = jax.jit(lambda s, w: ranker(s, where=w, depth=10).order)(scores, where)
+    np.testing.assert_array_equal(np.asarray(top)[:, :10], want[:, :10], err_msg="long lists, NaN, padding")
 
 
 def check_search() -> None:
@@ -260,7 +270,7 @@ def check_soft_gradient() -> None:
 
 CHECKS = {
     "nDCG@10, AP, P@10 vs numpy brute force": (check_metrics, "[8, 30]"),
-    "hard ranks vs numpy stable argsort": (check_hard_ranks, "[16, 50], ties"),
+    "hard ranks vs numpy stable argsort": (check_hard_ranks, "[16, 50], ties; [32, 4000], NaN, padding"),
     "retrieval.search vs numpy exact top-k": (check_search, "k=100: 8 x 5000 x 16; k=10: 256 x 100000 x 16"),
     "alpha_ndcg@4 vs every order": (check_alpha_ndcg, "[6, 5, 3]"),
     "softrank metric_loss gradient finite": (check_soft_gradient, "[8, 40]"),

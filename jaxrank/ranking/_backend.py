@@ -18,8 +18,10 @@ transformation; what differs is how. The paths and the rule that picks them:
   ``check_vma=False``, which hides the manual axes -- the sort is ``lax.sort``,
   which XLA partitions along the batch axes like any other op. GPU and TPU
   always use ``lax.sort`` (``lax.platform_dependent`` picks at lowering).
-* **Top-k** (:func:`top_k_order`): ``lax.top_k`` on the integer keys cast to
-  floats of the same total order, on every platform. No ``optimization_barrier``
+* **Top-k** (:func:`top_k_order`): on CPU ``lax.top_k`` on the integer keys cast to
+  floats of the same total order; elsewhere ``lax.sort`` of the keys, because the
+  keys of NaN and invalid items are NaN floats and XLA:GPU's ``top_k`` ranks NaN
+  first on long rows (docs/accelerators.md). No ``optimization_barrier``
   around it: XLA's TopK decomposer aborts the process on one under
   ``shard_map``. Without a mask, :func:`top_k_order_of_scores` runs it on the
   float32/float64 scores themselves and takes the keyed path only for a batch
@@ -242,12 +244,25 @@ def top_k_order(key: jax.Array, depth: int) -> tuple[jax.Array, jax.Array]:
     """First ``depth`` positions of the stable descending order of ``key``,
     and the keys at those positions.
 
-    ``lax.top_k`` is fast only on floats; it orders them totally (NaN payloads
-    too) and breaks ties by index, so it runs exactly on the keys cast to
-    floats with the same order.
+    ``lax.top_k`` is fast only on floats; on CPU it orders them totally (NaN
+    payloads too) and breaks ties by index, so it runs exactly on the keys cast
+    to floats with the same order. Elsewhere the integer keys are sorted.
     """
+    return lax.platform_dependent(
+        key, cpu=lambda k: _top_k_of_key_floats(k, depth), default=lambda k: _sorted_prefix(k, depth)
+    )
+
+
+def _top_k_of_key_floats(key: jax.Array, depth: int) -> tuple[jax.Array, jax.Array]:
     values, order = lax.top_k(_key_as_float(key), depth)
     return order, _float_as_key(values)
+
+
+def _sorted_prefix(key: jax.Array, depth: int) -> tuple[jax.Array, jax.Array]:
+    # The keys of NaN and invalid items are NaN floats, and XLA:GPU's top_k of a short
+    # depth over a long row ranks every NaN first (seen on an H200): sort the integers.
+    order = _device_argsort(key)[..., :depth]
+    return order, jnp.take_along_axis(key, order, axis=-1)
 
 
 def top_k_order_of_scores(scores: jax.Array, depth: int) -> tuple[jax.Array, jax.Array]:
