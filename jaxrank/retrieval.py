@@ -180,8 +180,12 @@ def _epochs(first: int, full: int, block: int, k: int) -> list[tuple[int, int, O
     return out
 
 
-def _screened_epoch(values, ids, queries, corpus, start_row: int, blocks: int, block: int, cap: int, precision):
-    """Merge ``blocks`` blocks of ``block`` rows from ``start_row`` into the running top-k.
+def _screened_epoch(
+    values, ids, pool_s, pool_i, queries, corpus, start_row: int, blocks: int, block: int, cap: int, precision
+):
+    """Merge ``blocks`` blocks of ``block`` rows from ``start_row`` into the running top-k,
+    writing candidates to the first ``blocks x cap x group`` columns of the pool
+    ``pool_s, pool_i`` [q, P] (the tile's one pool, shared by its epochs; returned).
 
     Exact by a bound: a document can enter the top-``k`` only if its score is at
     least the running k-th best ``t``, so only groups of :func:`_group_size` columns whose
@@ -194,8 +198,7 @@ def _screened_epoch(values, ids, queries, corpus, start_row: int, blocks: int, b
     group = _group_size(kk)
     per = cap * group
     groups = block // group
-    pool_s = jnp.zeros((q, blocks * per), values.dtype)
-    pool_i = jnp.zeros((q, blocks * per), _ID_DTYPE)
+    width = pool_s.shape[1]
     member = lax.broadcasted_iota(_ID_DTYPE, (1, 1, group), 2)
 
     def body(j, carry):
@@ -218,7 +221,7 @@ def _screened_epoch(values, ids, queries, corpus, start_row: int, blocks: int, b
         def whole(_):
             # The pool of the blocks before this one (since the last such merge), then this
             # whole block: ids stay ascending, and no document comes twice.
-            slot = lax.broadcasted_iota(jnp.int32, (1, blocks * per), 1)
+            slot = lax.broadcasted_iota(jnp.int32, (1, width), 1)
             live = (slot >= valid_from * per) & (slot < j * per)
             pool_live, ids_live = _dead(live, pool_s, pool_i)
             cat = jnp.concatenate([values, pool_live, s], axis=-1)
@@ -231,10 +234,11 @@ def _screened_epoch(values, ids, queries, corpus, start_row: int, blocks: int, b
 
     carry = (values, ids, pool_s, pool_i, jnp.zeros((), jnp.int32))
     values, ids, pool_s, pool_i, valid_from = lax.fori_loop(0, blocks, body, carry)
-    live = lax.broadcasted_iota(jnp.int32, (1, blocks * per), 1) >= valid_from * per
-    pool_s, pool_i = _dead(live, pool_s, pool_i)
-    v, at = lax.top_k(jnp.concatenate([values, pool_s], axis=-1), kk)
-    return v, jnp.take_along_axis(jnp.concatenate([ids, pool_i], axis=-1), at, axis=-1)
+    slot = lax.broadcasted_iota(jnp.int32, (1, width), 1)
+    # Columns past this epoch's blocks hold an earlier epoch's candidates: dead too.
+    dead_s, dead_i = _dead((slot >= valid_from * per) & (slot < blocks * per), pool_s, pool_i)
+    v, at = lax.top_k(jnp.concatenate([values, dead_s], axis=-1), kk)
+    return v, jnp.take_along_axis(jnp.concatenate([ids, dead_i], axis=-1), at, axis=-1), pool_s, pool_i
 
 
 def _tile_search(queries, corpus, k: int, block: int, recall_target, precision, total: int):
@@ -253,10 +257,14 @@ def _tile_search(queries, corpus, k: int, block: int, recall_target, precision, 
         return _merge(best, best_ids, _scores(queries, docs, precision), offset, kk, recall_target, total)
 
     plan = _epochs(first, full, block, kk) if recall_target is None else [(0, full, None)] * (full > 0)
+    # One pool for every epoch, as wide as the widest needs: epochs unrolled in Python
+    # with pools of their own made XLA's temporaries grow with the corpus.
+    width = max([(stop - start) * cap * _group_size(kk) for start, stop, cap in plan if cap is not None], default=0)
+    pool_s, pool_i = jnp.zeros((queries.shape[0], width), values.dtype), jnp.zeros((queries.shape[0], width), _ID_DTYPE)
     for start, stop, cap in plan:
         if cap is not None:
-            values, ids = _screened_epoch(
-                values, ids, queries, corpus, first + start * block, stop - start, block, cap, precision
+            values, ids, pool_s, pool_i = _screened_epoch(
+                values, ids, pool_s, pool_i, queries, corpus, first + start * block, stop - start, block, cap, precision
             )
         else:
 
