@@ -21,6 +21,7 @@ nDCG@10 and R@100 of both with jaxrank's metrics, and prints one row per corpus 
     python benchmarks/bench_retrieval.py --docs 300000 --k 100 --runs 3
     python benchmarks/bench_retrieval.py --impl full --docs 50000 --k 100   # the old way, smaller
     python benchmarks/bench_retrieval.py --join                              # join: comparison vs sort
+    python benchmarks/bench_retrieval.py --bound                             # products and top_k merges apart
 """
 
 from __future__ import annotations
@@ -260,6 +261,60 @@ def join_paths(args) -> None:
         print(f"| {m} | {args.k * m} | {cells[0]} | {cells[1]} |", flush=True)
 
 
+def bound(args) -> None:
+    """What bounds the exact search on this machine: the products alone, and the depth-k
+    ``lax.top_k`` merges the search makes, each timed apart, beside the search itself."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    from jaxrank import retrieval
+
+    rng = np.random.default_rng(args.seed)
+    print(
+        "| docs | k | products s | one top_k(k) of [Q, k + B] s | top_k(k) per query | products + top_ks s | search s |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for docs in args.docs:
+        queries = jnp.asarray(rng.standard_normal((args.queries, args.dim), dtype=np.float32))
+        corpus = jnp.asarray(rng.standard_normal((docs, args.dim), dtype=np.float32))
+        for k in args.k:
+            block = args.block_size or retrieval._default_block(args.queries, k)
+            tile = retrieval._tile_rows(args.queries, retrieval._QUERY_TILE["cpu"])
+            blocks = docs // block
+
+            @jax.jit
+            def products(queries, corpus, block=block, blocks=blocks):
+                # every block's product, kept alive by a running column maximum
+                def per_tile(q):
+                    def body(j, acc):
+                        s = retrieval._scores(q, lax.dynamic_slice_in_dim(corpus, j * block, block), None)
+                        return jnp.maximum(acc, s.max(axis=-1))
+
+                    return lax.fori_loop(0, blocks, body, jnp.full((q.shape[0],), -jnp.inf))
+
+                return lax.map(per_tile, queries[: queries.shape[0] // tile * tile].reshape(-1, tile, args.dim))
+
+            merge_input = jnp.asarray(rng.standard_normal((args.queries, k + block), dtype=np.float32))
+            merge = jax.jit(lambda x, k=k: lax.top_k(x, k))
+            first = max(block, k)
+            plan = retrieval._epochs(first, (docs - first) // block, block, k)
+            merges = 1 + sum(stop - start if cap is None else 1 for start, stop, cap in plan)
+            times = []
+            for fn in (
+                lambda: products(queries, corpus),
+                lambda: merge(merge_input),
+                lambda: retrieval.search(queries, corpus, k),
+            ):
+                jax.block_until_ready(fn())
+                times.append(_timed(lambda fn=fn: jax.block_until_ready(fn()), max(args.repeats, 3))[2])
+            floor_s, merge_s, search_s = times
+            print(
+                f"| {docs} | {k} | {floor_s:.3f} | {merge_s:.3f} | {merges} | {floor_s + merges * merge_s:.3f} | {search_s:.3f} |",
+                flush=True,
+            )
+
+
 def _ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",")]
 
@@ -282,6 +337,7 @@ def main() -> None:
         help="seconds to wait at most, before each worker, for the load to fall to 0.5",
     )
     parser.add_argument("--join", action="store_true", help="time join's two lookup paths instead")
+    parser.add_argument("--bound", action="store_true", help="time the products and top_k merges apart instead")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--data", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -291,6 +347,8 @@ def main() -> None:
     elif args.join:
         args.k = args.k[0]
         join_paths(args)
+    elif args.bound:
+        bound(args)
     else:
         driver(args)
 
