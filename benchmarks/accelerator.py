@@ -198,8 +198,9 @@ def check_metrics() -> None:
 
 def check_hard_ranks() -> None:
     """The hard ranker's order, whole and top-10, against a stable numpy argsort (ties by index):
-    short lists, and long ones (4000 items) with NaN scores and a padding mask, whose top-10
-    goes through the keyed path (NaN below every number, padding below NaN)."""
+    short lists; long ones (4000 items) of tied scores; and long ones with NaN scores and a
+    padding mask, whose top-10 goes through the keyed path (NaN below every number, padding
+    below NaN)."""
     rng = np.random.default_rng(2)
     ranker = jaxrank.hard()
     scores = np.round(rng.standard_normal((16, 50)), 1).astype(np.float32)  # many ties
@@ -208,6 +209,11 @@ def check_hard_ranks() -> None:
     np.testing.assert_array_equal(np.asarray(whole), want)
     # depth is a lower bound: the ranker may keep more positions than asked
     np.testing.assert_array_equal(np.asarray(top)[:, :10], want[:, :10])
+    # long lists of tied scores, none zero: lax.top_k on the scores themselves
+    scores = (np.round(rng.standard_normal((32, 4000)), 1) + 10).astype(np.float32)
+    top = jax.jit(lambda s: ranker(s, depth=10).order)(scores)
+    want = np.argsort(-scores, axis=-1, kind="stable")
+    np.testing.assert_array_equal(np.asarray(top)[:, :10], want[:, :10], err_msg="long lists, ties")
     scores = np.round(rng.standard_normal((32, 4000)), 1).astype(np.float32)
     scores[rng.random(scores.shape) < 0.3] = np.nan
     where = np.arange(4000) < rng.integers(5, 4000, (32, 1))
@@ -270,7 +276,7 @@ def check_soft_gradient() -> None:
 
 CHECKS = {
     "nDCG@10, AP, P@10 vs numpy brute force": (check_metrics, "[8, 30]"),
-    "hard ranks vs numpy stable argsort": (check_hard_ranks, "[16, 50], ties; [32, 4000], NaN, padding"),
+    "hard ranks vs numpy stable argsort": (check_hard_ranks, "[16, 50], ties; [32, 4000], ties, NaN, padding"),
     "retrieval.search vs numpy exact top-k": (check_search, "k=100: 8 x 5000 x 16; k=10: 256 x 100000 x 16"),
     "alpha_ndcg@4 vs every order": (check_alpha_ndcg, "[6, 5, 3]"),
     "softrank metric_loss gradient finite": (check_soft_gradient, "[8, 40]"),
