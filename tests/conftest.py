@@ -35,6 +35,17 @@ def ndeval_binary(tmp_path_factory) -> Path:
     return oracles.build_ndeval(oracles.NDEVAL_SOURCE, tmp_path_factory.mktemp("ndeval"))
 
 
+@pytest.fixture(scope="module")
+def quick_compiles():
+    """For modules of many small programs (``pytestmark = pytest.mark.usefixtures(...)``):
+    XLA's optimisation passes cost more than they save at these sizes (about half the compile
+    time; the benchmarks run fully optimised)."""
+    before = jax.config.read("jax_disable_most_optimizations")
+    jax.config.update("jax_disable_most_optimizations", True)
+    yield
+    jax.config.update("jax_disable_most_optimizations", before)
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _release_compiled_programs():
     """Drop JAX's compiled programs after each test module: a worker runs dozens of modules,

@@ -15,6 +15,7 @@ import rax
 from jaxrank.compat import rax as jr
 
 TOL = dict(rtol=2e-5, atol=2e-5)
+pytestmark = pytest.mark.usefixtures("quick_compiles")  # many small programs (tests/conftest.py)
 
 
 @pytest.fixture(autouse=True)
@@ -54,14 +55,23 @@ def _kwargs(data, use_where, use_segments, use_weights):
     return out
 
 
+def _value_and_grad(f, y, kwargs):
+    """``f(scores, y, **kwargs)`` and, where it is a scalar, its gradient in the scores, as
+    one compiled program: run eagerly, every operation of the backward pass compiles alone."""
+
+    def run(s):
+        value, vjp = jax.vjp(lambda x: f(x, y, **kwargs), s)
+        return value, vjp(jnp.ones_like(value))[0] if value.ndim == 0 else None
+
+    return jax.jit(run)
+
+
 def _compare(ours, theirs, scores, labels, kwargs):
     s, y = jnp.asarray(scores), jnp.asarray(labels)
-    want = theirs(s, y, **kwargs)
-    got = ours(s, y, **kwargs)
+    want, g_want = _value_and_grad(theirs, y, kwargs)(s)
+    got, g_got = _value_and_grad(ours, y, kwargs)(s)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), **TOL)
     if np.ndim(want) == 0:
-        g_want = jax.grad(lambda x: theirs(x, y, **kwargs))(s)
-        g_got = jax.grad(lambda x: ours(x, y, **kwargs))(s)
         assert np.all(np.isfinite(g_got))
         # rax's segmented ListMLE has NaN gradients on lists with masked items; elsewhere equal
         finite = np.isfinite(np.asarray(g_want))
@@ -197,12 +207,12 @@ def test_jit_and_vmap_match_rax(name):
     where, segs = jnp.asarray(data["where"]), jnp.asarray(data["segments"])
     ours, theirs = getattr(jr, name), getattr(rax, name)
     per_list = jax.vmap(lambda a, b, w, g: ours(a, b, where=w, segments=g))
-    want = jax.vmap(lambda a, b, w, g: theirs(a, b, where=w, segments=g))(s, y, where, segs)
-    np.testing.assert_allclose(np.asarray(jax.jit(per_list)(s, y, where, segs)), np.asarray(want), **TOL)
+    theirs_per_list = jax.vmap(lambda a, b, w, g: theirs(a, b, where=w, segments=g))
+    np.testing.assert_allclose(
+        np.asarray(jax.jit(per_list)(s, y, where, segs)), np.asarray(theirs_per_list(s, y, where, segs)), **TOL
+    )
     g_ours = jax.jit(jax.grad(lambda a: jnp.sum(per_list(a, y, where, segs))))(s)
-    g_theirs = jax.grad(
-        lambda a: jnp.sum(jax.vmap(lambda a, b, w, g: theirs(a, b, where=w, segments=g))(a, y, where, segs))
-    )(s)
+    g_theirs = jax.jit(jax.grad(lambda a: jnp.sum(theirs_per_list(a, y, where, segs))))(s)  # one program, not eager ops
     finite = np.isfinite(np.asarray(g_theirs))  # as in _compare
     assert np.all(np.isfinite(np.asarray(g_ours)))
     np.testing.assert_allclose(np.asarray(g_ours)[finite], np.asarray(g_theirs)[finite], **TOL)
@@ -249,15 +259,23 @@ def test_approx_cutoff_matches_rax():
     s = jnp.asarray(data["scores"]).at[1, 2].set(data["scores"][1, 4])  # a tie
     where, segs = jnp.asarray(data["where"]), jnp.asarray(data["segments"])
     steps = (jax.nn.sigmoid, lambda x: jax.nn.sigmoid(x / 0.5), lambda x: 1.0 - jax.nn.relu(1.0 - x))
-    for kwargs in (dict(), dict(where=where), dict(segments=segs), dict(where=where, segments=segs)):
-        for n in (None, 0, 1, 3, 7):
-            for step in steps:
-                ours = jax.jit(lambda a, n=n, step=step, kw=kwargs: jr.utils.approx_cutoff(a, n, step_fn=step, **kw))
-                theirs = lambda a, n=n, step=step, kw=kwargs: rax.utils.approx_cutoff(a, n, step_fn=step, **kw)
-                np.testing.assert_allclose(ours(s), theirs(s), **TOL, err_msg=f"{kwargs.keys()} {n}")
-                weights = jnp.arange(s.size, dtype=s.dtype).reshape(s.shape) / s.size
-                grad = lambda f: jax.grad(lambda a: jnp.sum(weights * f(a)))(s)
-                np.testing.assert_allclose(grad(ours), grad(theirs), **TOL, err_msg=f"grad {kwargs.keys()} {n}")
+    weights = jnp.arange(s.size, dtype=s.dtype).reshape(s.shape) / s.size
+    ns = (None, 0, 1, 3, 7)
+
+    # every n, values and gradients, in one compiled program per cutoff, step and keywords
+    @functools.partial(jax.jit, static_argnames=("cutoff", "step", "keys"))
+    def every_n(a, where, segs, cutoff, step, keys):
+        kw = {k: v for k, v in (("where", where), ("segments", segs)) if k in keys}
+        grads = [jax.grad(lambda x, n=n: jnp.sum(weights * cutoff(x, n, step_fn=step, **kw)))(a) for n in ns]
+        return [cutoff(a, n, step_fn=step, **kw) for n in ns], grads
+
+    for keys in ((), ("where",), ("segments",), ("where", "segments")):
+        for step in steps:
+            got = every_n(s, where, segs, jr.utils.approx_cutoff, step, keys)
+            want = every_n(s, where, segs, rax.utils.approx_cutoff, step, keys)
+            for n, value, grad, want_value, want_grad in zip(ns, *got, *want):
+                np.testing.assert_allclose(value, want_value, **TOL, err_msg=f"{keys} {n}")
+                np.testing.assert_allclose(grad, want_grad, **TOL, err_msg=f"grad {keys} {n}")
 
 
 def test_transformations_match_rax():
@@ -409,6 +427,16 @@ def test_approx_and_bound_t12n_match_rax(name, t12n):
         _compare(jitted, theirs, data["scores"], data["labels"], kwargs)
 
 
+def _values_and_grad_of_total(f, scores, labels):
+    """``f(scores, labels)`` and the gradient of its sum, compiled as one program."""
+
+    def both(a, y):
+        values, vjp = jax.vjp(lambda x: f(x, y), a)
+        return values, vjp(jnp.ones_like(values))[0]
+
+    return jax.tree.map(np.asarray, jax.jit(both)(scores, labels))
+
+
 def _compacted(data, row):
     """Row ``row`` with its masked items dropped (rax's list padded apart)."""
     keep = data["where"][row]
@@ -429,41 +457,45 @@ def test_smooth_metrics_with_masks_equal_rax_on_the_lists_padded_apart(name):
         if use_segments:
             kwargs["segments"] = jnp.asarray(data["segments"])
 
-        def per_list(a, kw=kwargs):
-            return ours(a, jnp.asarray(data["labels"]), where=where, **kw)
+        def per_list(a, y, kw=kwargs):
+            return ours(a, y, where=where, **kw)
 
-        got = np.asarray(jax.jit(per_list)(jnp.asarray(data["scores"])))
-        grads = np.asarray(jax.grad(lambda a: jnp.sum(per_list(a)))(jnp.asarray(data["scores"])))
+        got, grads = _values_and_grad_of_total(per_list, jnp.asarray(data["scores"]), jnp.asarray(data["labels"]))
         assert np.all(grads[~np.asarray(where)] == 0)
         for row in range(where.shape[0]):
             apart = _compacted(data, row)
             kw = dict(kwargs, segments=apart["segments"]) if use_segments else kwargs
-
-            def theirs_row(a, kw=kw, y=apart["labels"]):
-                return theirs(a, y, **kw)
-
+            want, want_grad = _values_and_grad_of_total(
+                lambda a, y, kw=kw: theirs(a, y, **kw), apart["scores"], apart["labels"]
+            )
             # per list without segments; with them, at each segment's first (valid) item
             keep = np.asarray(where[row]) if use_segments else ()
             msg = f"{t12n} segments={use_segments} topn={topn} row={row}"
-            np.testing.assert_allclose(got[row][keep], np.asarray(theirs_row(apart["scores"])), **TOL, err_msg=msg)
+            np.testing.assert_allclose(got[row][keep], want, **TOL, err_msg=msg)
             keep = np.asarray(where[row])
-            want_grad = jax.grad(lambda a: jnp.sum(theirs_row(a)))(apart["scores"])
-            np.testing.assert_allclose(grads[row][keep], np.asarray(want_grad), **TOL, err_msg=msg)
+            np.testing.assert_allclose(grads[row][keep], want_grad, **TOL, err_msg=msg)
 
 
 def test_metrics_under_vmap_match_rax():
     data = _metric_lists(29, ties=False)
     s, y = jnp.asarray(data["scores"]), jnp.asarray(data["labels"])
     where, segs = jnp.asarray(data["where"]), jnp.asarray(data["segments"])
-    for name in METRICS:  # without segments too: exact ranks read off, not sorted again
-        ours = jax.vmap(lambda a, b, w, name=name: getattr(jr, name)(a, b, where=w, topn=3))
-        theirs = jax.vmap(lambda a, b, w, name=name: getattr(rax, name)(a, b, where=w, topn=3))
-        np.testing.assert_allclose(np.asarray(jax.jit(ours)(s, y, where)), np.asarray(theirs(s, y, where)), **TOL)
-        for t12n in (lambda f: f, jr.approx_t12n):
-            ours = jax.vmap(lambda a, b, g, name=name, t=t12n: t(getattr(jr, name))(a, b, segments=g, topn=3))
-            theirs_t = (lambda f: f) if t12n is not jr.approx_t12n else rax.approx_t12n
-            theirs = jax.vmap(lambda a, b, g, name=name, t=theirs_t: t(getattr(rax, name))(a, b, segments=g, topn=3))
-            np.testing.assert_allclose(np.asarray(jax.jit(ours)(s, y, segs)), np.asarray(theirs(s, y, segs)), **TOL)
+
+    # one program per metric and library, rax's compiled too (vmapped eagerly, each of its
+    # operations compiles alone)
+    @functools.partial(jax.jit, static_argnames=("metric", "approx_t12n"))
+    def variants(metric, approx_t12n):
+        return dict(
+            # without segments too: exact ranks read off, not sorted again
+            where=jax.vmap(lambda a, b, w: metric(a, b, where=w, topn=3))(s, y, where),
+            segments=jax.vmap(lambda a, b, g: metric(a, b, segments=g, topn=3))(s, y, segs),
+            approx=jax.vmap(lambda a, b, g: approx_t12n(metric)(a, b, segments=g, topn=3))(s, y, segs),
+        )
+
+    for name in METRICS:
+        got, want = variants(getattr(jr, name), jr.approx_t12n), variants(getattr(rax, name), rax.approx_t12n)
+        for variant in got:
+            np.testing.assert_allclose(got[variant], want[variant], **TOL, err_msg=f"{name} {variant}")
 
 
 def test_transformed_metrics_keep_rax_names():
@@ -481,10 +513,11 @@ def test_bound_t12n_with_an_item_scored_minus_inf_is_finite():
     y = jnp.array([1.0, 0.0, 2.0, 0.0])
     for name in METRICS:
         loss = jr.bound_t12n(getattr(jr, name))
-        value, grad = jax.value_and_grad(lambda a, loss=loss: loss(a, y, topn=1))(s)
+        value, grad = jax.jit(jax.value_and_grad(lambda a, loss=loss: loss(a, y, topn=1)))(s)
         assert np.isfinite(float(value)) and np.all(np.isfinite(np.asarray(grad))), name
         # the item scored -inf (label 0) counts as not retrieved: the value of the list without it
-        np.testing.assert_allclose(float(value), float(loss(s[jnp.array([0, 2, 3])], y[jnp.array([0, 2, 3])], topn=1)))
+        without = jax.jit(lambda a, b, loss=loss: loss(a, b, topn=1))(s[jnp.array([0, 2, 3])], y[jnp.array([0, 2, 3])])
+        np.testing.assert_allclose(float(value), float(without), err_msg=name)
     assert np.isnan(float(rax.bound_t12n(rax.ndcg_metric)(s, y, topn=1)))
 
 
@@ -526,9 +559,9 @@ def test_pairwise_losses_in_many_row_blocks_match_rax(monkeypatch, loss, lambdaw
     for flags in ((False, False, False), (True, False, True), (True, True, True)):
         for reduce_fn in (jnp.mean, jnp.sum):
             kwargs = dict(_kwargs(data, *flags), reduce_fn=reduce_fn)
-            np.testing.assert_allclose(float(ours(s, y, **kwargs)), float(theirs(s, y, **kwargs)), **TOL)
-            g_want = np.asarray(jax.grad(lambda x: theirs(x, y, **kwargs))(s))
-            g_got = np.asarray(jax.grad(lambda x: ours(x, y, **kwargs))(s))
+            got, g_got = _value_and_grad(ours, y, kwargs)(s)
+            want, g_want = _value_and_grad(theirs, y, kwargs)(s)
+            np.testing.assert_allclose(float(got), float(want), **TOL)
             # float32 sums of 300 terms in another order: rounding scales with the largest
             np.testing.assert_allclose(g_got, g_want, rtol=2e-5, atol=2e-5 * max(1.0, np.max(np.abs(g_want))))
 
@@ -541,18 +574,15 @@ def test_listmle_gradient_is_finite_where_rax_is_nan():
     y = jnp.array([[2.0, 0.0, 1.0, 1.0, 0.0, 2.0]])
     where = jnp.array([[True, False, True, True, True, False]])
     seg = jnp.array([[0, 0, 0, 1, 1, 1]])
-    np.testing.assert_allclose(
-        float(jr.listmle_loss(s, y, where=where, segments=seg)),
-        float(rax.listmle_loss(s, y, where=where, segments=seg)),
-        **TOL,
-    )
-    g_theirs = jax.grad(lambda x: rax.listmle_loss(x, y, where=where, segments=seg))(s)
-    g_ours = jax.grad(lambda x: jr.listmle_loss(x, y, where=where, segments=seg))(s)
+    kwargs = dict(where=where, segments=seg)
+    got, g_ours = _value_and_grad(jr.listmle_loss, y, kwargs)(s)
+    want, g_theirs = _value_and_grad(rax.listmle_loss, y, kwargs)(s)
+    np.testing.assert_allclose(float(got), float(want), **TOL)
     assert np.all(np.isnan(np.asarray(g_theirs)))
     assert np.all(np.isfinite(np.asarray(g_ours)))
     # each segment as its own row, its other items masked: rax's gradient is finite there
     rows = jnp.concatenate([where & (seg == k) for k in (0, 1)])
-    apart = jax.grad(lambda x: rax.listmle_loss(jnp.repeat(x, 2, 0), jnp.repeat(y, 2, 0), where=rows))(s)
+    apart = jax.jit(jax.grad(lambda x: rax.listmle_loss(jnp.repeat(x, 2, 0), jnp.repeat(y, 2, 0), where=rows)))(s)
     assert np.all(np.isfinite(np.asarray(apart)))
     np.testing.assert_allclose(np.asarray(g_ours), np.asarray(apart), **TOL)
 
@@ -589,8 +619,7 @@ def test_the_rax_md_recipe_runs_at_realistic_size():
     block = re.search(r"```python\n(.*?)```", text, re.S).group(1)
     rng = np.random.default_rng(0)
     shape = (32, 500)
-    env = dict(
-        jnp=jnp,
+    inputs = dict(
         scores=jnp.asarray(rng.normal(size=shape) * 3, jnp.float32),
         labels=jnp.asarray(rng.integers(0, 5, size=shape), jnp.float32),
         mask=jnp.asarray(rng.random(shape) < 0.9),
@@ -598,18 +627,28 @@ def test_the_rax_md_recipe_runs_at_realistic_size():
         weights=jnp.asarray(rng.uniform(0.5, 2, size=shape), jnp.float32),
         key=jax.random.PRNGKey(0),
     )
-    exec(block, env)
-    for name in ("loss", "noisy", "ndcg10", "r"):
-        assert np.all(np.isfinite(np.asarray(env[name]))), name
-    s, y, m = env["scores"], env["labels"], env["mask"]
-    np.testing.assert_allclose(float(env["ndcg10"]), float(rax.ndcg_metric(s, y, where=m, topn=10)), **TOL)
+
+    # under jit, as in a training step (run eagerly, each of its operations compiles alone)
+    @jax.jit
+    def recipe(inputs):
+        env = dict(inputs, jnp=jnp)
+        exec(block, env)
+        return {name: env[name] for name in ("loss", "noisy", "ndcg10", "r")}
+
+    out = recipe(inputs)
+    for name, value in out.items():
+        assert np.all(np.isfinite(np.asarray(value))), name
+    s, y, m = inputs["scores"], inputs["labels"], inputs["mask"]
+    want = jax.jit(lambda s, y, m: rax.ndcg_metric(s, y, where=m, topn=10))(s, y, m)
+    np.testing.assert_allclose(float(out["ndcg10"]), float(want), **TOL)
     # the approx nDCG@10 loss, per list: rax's own on each list with its masked items dropped
-    per_list = jr.approx_t12n(jr.ndcg_metric, temperature=0.5)(s, y, where=m, topn=10, reduce_fn=None)
-    np.testing.assert_allclose(float(env["loss"]), float(jnp.mean(per_list)), **TOL)
+    approx_ndcg = functools.partial(jr.approx_t12n(jr.ndcg_metric, temperature=0.5), topn=10)
+    per_list = jax.jit(lambda s, y, m: approx_ndcg(s, y, where=m, reduce_fn=None))(s, y, m)
+    np.testing.assert_allclose(float(out["loss"]), float(jnp.mean(per_list)), **TOL)
+    theirs = jax.jit(functools.partial(rax.approx_t12n(rax.ndcg_metric, temperature=0.5), topn=10))
     m_np = np.asarray(m)
     for i in range(3):
-        want = rax.approx_t12n(rax.ndcg_metric, temperature=0.5)(s[i][m_np[i]], y[i][m_np[i]], topn=10)
-        np.testing.assert_allclose(float(per_list[i]), float(want), **TOL)
+        np.testing.assert_allclose(float(per_list[i]), float(theirs(s[i][m_np[i]], y[i][m_np[i]])), **TOL)
 
 
 SHARDED = r"""

@@ -22,14 +22,7 @@ from jaxrank.ranking import smooth
 LAMBDARANK = Path(__file__).resolve().parent / "data" / "lambdarank"  # LightGBM's example data
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _quick_compiles():
-    """These tests compile many small programs: XLA's optimisation passes cost
-    more than they save at these sizes (the benchmark runs fully optimised)."""
-    before = jax.config.read("jax_disable_most_optimizations")
-    jax.config.update("jax_disable_most_optimizations", True)
-    yield
-    jax.config.update("jax_disable_most_optimizations", before)
+pytestmark = pytest.mark.usefixtures("quick_compiles")  # many small programs (tests/conftest.py)
 
 
 # name -> ranker at a temperature / strength, in units of each list's spread (units="std"):
