@@ -12,6 +12,8 @@ import pytest
 import jaxrank
 from jaxrank import lambdaweights, losses
 
+pytestmark = pytest.mark.usefixtures("quick_compiles")  # many small programs (tests/conftest.py)
+
 BASELINES = {
     "softmax_cross_entropy": losses.softmax_cross_entropy,
     "poly1_softmax": losses.poly1_softmax,
@@ -199,6 +201,17 @@ def test_baseline_losses_prefer_the_right_order(name):
 
 
 # segments= and weights= ----------------------------------------------------------------------
+def _values_and_grad_of_total(f, scores):
+    """``f(scores)`` and the gradient of its sum, as one compiled program: run eagerly, every
+    operation of the backward pass compiles alone."""
+
+    def both(s):
+        values, vjp = jax.vjp(f, s)
+        return values, vjp(jnp.ones_like(values))[0]
+
+    return jax.jit(both)(scores)
+
+
 @pytest.mark.parametrize("name", list(BASELINES))
 def test_packed_segments_equal_the_lists_padded_apart(name):
     loss = BASELINES[name]
@@ -227,14 +240,13 @@ def test_packed_segments_equal_the_lists_padded_apart(name):
         return loss(s[idx], jnp.asarray(labels[idx]), where=jnp.asarray(mask), **kw)
 
     s = jnp.asarray(scores)
-    got, want = packed(s), apart(s)
+    got, g_got = _values_and_grad_of_total(packed, s)
+    want, g_want = _values_and_grad_of_total(apart, s)
     assert got.shape == seg.shape  # num_segments defaults to n: one slot per item
     # slots in ascending id: 0, 2, 4, 7; the other slots empty
     np.testing.assert_allclose(np.asarray(got)[:4], np.asarray(want)[[2, 1, 3, 0]], rtol=1e-10, atol=1e-12)
     assert np.all(np.asarray(got)[4:] == 0)
-    np.testing.assert_allclose(packed(s, num_segments=4), got[:4], rtol=1e-12)
-    g_got = jax.grad(lambda x: jnp.sum(packed(x)))(s)
-    g_want = jax.grad(lambda x: jnp.sum(apart(x)))(s)
+    np.testing.assert_allclose(jax.jit(functools.partial(packed, num_segments=4))(s), got[:4], rtol=1e-12)
     np.testing.assert_allclose(g_got, g_want, rtol=1e-10, atol=1e-12)
 
 
@@ -267,12 +279,11 @@ def test_lambdaweights_are_the_ndcg_change_of_a_swap():
     s, y = rng.normal(size=6), rng.integers(0, 4, 6).astype(float)
     w = np.asarray(lambdaweights.dcg(jnp.asarray(s), jnp.asarray(y)))
     base = float(jaxrank.ndcg(jnp.asarray(s), jnp.asarray(y), gain="exp"))
-    for i in range(6):
-        for j in range(6):
-            t = s.copy()
-            t[[i, j]] = t[[j, i]]
-            swapped = float(jaxrank.ndcg(jnp.asarray(t), jnp.asarray(y), gain="exp"))
-            assert w[i, j] == pytest.approx(abs(swapped - base), abs=1e-12)
+    swaps = np.repeat(s[None, None], 6, 0).repeat(6, 1)  # [i, j]: s with items i and j swapped
+    i, j = np.indices((6, 6))
+    swaps[i, j, i], swaps[i, j, j] = s[j], s[i]
+    swapped = np.asarray(jaxrank.ndcg(jnp.asarray(swaps), jnp.asarray(np.broadcast_to(y, swaps.shape)), gain="exp"))
+    np.testing.assert_allclose(w, np.abs(swapped - base), rtol=0, atol=1e-12)
 
 
 def test_lambda_loss_rejects_an_unknown_gain():
@@ -351,7 +362,8 @@ def test_pairwise_losses_in_row_blocks_equal_every_pair_at_once(monkeypatch, nam
 def test_pairwise_losses_have_forward_mode_derivatives_too():
     s, y = jnp.array([0.3, -1.0, 2.0, 0.5]), jnp.array([1.0, 0.0, 2.0, 0.0])
     fn = functools.partial(losses.pairwise_logistic, lambdaweight=lambdaweights.dcg)
-    np.testing.assert_allclose(jax.jacfwd(fn)(s, y), jax.grad(fn)(s, y), rtol=1e-12)
+    # compiled: eagerly, each operation of the two derivatives compiles alone
+    np.testing.assert_allclose(jax.jit(jax.jacfwd(fn))(s, y), jax.jit(jax.grad(fn))(s, y), rtol=1e-12)
 
 
 def _temp_mib(fn, *shapes) -> float:
