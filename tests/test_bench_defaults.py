@@ -52,6 +52,7 @@ def test_fold_features_are_transformed_with_training_statistics(shared_data, tra
     assert np.isfinite(test_x).all() and test_x.shape[-1] == train_x.shape[-1]
 
 
+@pytest.mark.usefixtures("quick_compiles")  # two training steps: compiling, not running, is the cost
 def test_cv_prints_a_table_per_recipe_with_lightgbm_and_paired_differences(shared_data, capsys):
     bench_defaults.main(
         [
