@@ -9,6 +9,7 @@ import jaxrank
 from jaxrank.ranking import _backend
 from tests.brute import CUTOFF_METRICS, over_tie_orders, reference
 
+pytestmark = pytest.mark.usefixtures("quick_compiles")  # many small programs (tests/conftest.py)
 ALL_METRICS = CUTOFF_METRICS + ["r_precision"]
 
 
@@ -392,13 +393,14 @@ def test_top_k_on_unmasked_scores_equals_the_keyed_top_k_with_zeros_nans_and_inf
     mixed = plain.copy()
     hit = rng.random(mixed.shape) < 0.3
     mixed[hit] = rng.choice(special, size=int(hit.sum()))
+    # one program per depth, shared by the four batches
+    top_k_order = jax.jit(lambda a, depth: jaxrank.hard()(a, None, depth=depth).order, static_argnums=1)
     for scores in (plain, mixed, -np.abs(plain), np.where(plain > 5, np.nan, plain)):
         s = jnp.asarray(scores)
         all_valid = jnp.ones(s.shape, bool)  # a mask takes the keyed path
         for depth in (1, 5, 20):
-            got = jax.jit(lambda a, d=depth: jaxrank.hard()(a, None, depth=d).order)(s)
             want = jaxrank.hard()(s, all_valid, depth=depth).order
-            np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+            np.testing.assert_array_equal(np.asarray(top_k_order(s, depth)), np.asarray(want), err_msg=f"depth {depth}")
         per_row = jax.vmap(lambda a: jaxrank.hard()(a[None], None, depth=5).order[0])(s)
         np.testing.assert_array_equal(np.asarray(per_row), np.asarray(jaxrank.hard()(s, all_valid, depth=5).order))
 
@@ -429,5 +431,6 @@ def test_given_exact_positions_are_read_off_not_sorted_under_jit_and_vmap():
     for a, b in zip(sorted_, read):
         np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-6)
     y = jnp.asarray(labels)
-    per_row = jax.vmap(lambda p, s, y, w: both(p[None], s[None], y[None], w[None])[1][0][0])(pos, s, y, w)
+    # compiled: vmapped eagerly, every metric of both() would run op by op
+    per_row = jax.jit(jax.vmap(lambda p, s, y, w: both(p[None], s[None], y[None], w[None])[1][0][0]))(pos, s, y, w)
     np.testing.assert_allclose(np.asarray(per_row), np.asarray(sorted_[0]), rtol=1e-6)
