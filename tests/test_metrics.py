@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 import jaxrank
 from tests.brute import CUTOFF_METRICS, reference
 
+pytestmark = pytest.mark.usefixtures("quick_compiles")  # many small programs (tests/conftest.py)
+
 STABLE = jaxrank.hard("stable")
 BOUNDED = {
     "precision",
