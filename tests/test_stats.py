@@ -11,6 +11,8 @@ from statsmodels.stats.multitest import multipletests as sm_multipletests
 from jaxrank import stats
 from tests.devices import run_with_host_devices
 
+pytestmark = pytest.mark.usefixtures("quick_compiles")  # many small programs (tests/conftest.py)
+
 ALTERNATIVES = ("two-sided", "less", "greater")
 
 
