@@ -14,6 +14,8 @@ import jaxrank
 from jaxrank.fusion import METHODS, NORMS, RANK_BASED, fuse_scores
 from jaxrank.trec import read_run, write_run
 
+pytestmark = pytest.mark.usefixtures("quick_compiles")  # many small programs (tests/conftest.py)
+
 R = 3
 WEIGHTS = [0.5, 0.3, 0.15]  # no two subsets weigh the same: weighted Condorcet votes never tie
 PARAMS = {
