@@ -155,9 +155,13 @@ def test_masked_items_change_neither_values_nor_gradients(name):
     def total(s, y, w):
         return jnp.sum(loss(s, y, where=w))
 
-    value_and_grad = jax.jit(jax.value_and_grad(total))
-    v1, g1 = value_and_grad(scores, labels, jnp.ones((3, 5), bool))
-    v2, g2 = value_and_grad(jnp.asarray(big_s), jnp.asarray(big_y), jnp.asarray(big_w))
+    @jax.jit  # both inputs in one program (each program costs a compilation)
+    def values_and_grads(inputs):
+        return [jax.value_and_grad(total)(*args) for args in inputs]
+
+    (v1, g1), (v2, g2) = values_and_grads(
+        [(scores, labels, jnp.ones((3, 5), bool)), (jnp.asarray(big_s), jnp.asarray(big_y), jnp.asarray(big_w))]
+    )
     np.testing.assert_allclose(v2, v1, rtol=1e-10)
     np.testing.assert_allclose(np.asarray(g2)[:, slots], g1, rtol=1e-8, atol=1e-12)
     assert np.all(np.delete(np.asarray(g2), slots, axis=1) == 0)
@@ -177,19 +181,24 @@ def test_losses_have_one_value_per_list_and_finite_gradients(name):
     labels = jnp.asarray([r[1] for r in rows])
     where = jnp.asarray([r[2] for r in rows], bool)
 
-    @jax.jit
-    def values_and_grad(s):
-        return jax.value_and_grad(lambda x: jnp.sum(loss(x, labels, where=where)))(s)[1], loss(s, labels, where=where)
+    dtypes = (jnp.float64, jnp.float32, jnp.bfloat16)
 
-    for dtype in (jnp.float64, jnp.float32, jnp.bfloat16):
-        scores = jnp.asarray([r[0] for r in rows], dtype)
-        grad, values = values_and_grad(scores)
+    @jax.jit  # every dtype and the batch in one program (each program costs a compilation)
+    def values_and_grads(by_dtype, batch):
+        out = []
+        for s in by_dtype:
+            values, pullback = jax.vjp(lambda x: loss(x, labels, where=where), s)
+            out.append((pullback(jnp.ones_like(values))[0], values))  # the gradient of the sum
+        return out, loss(*batch)
+
+    by_dtype = [jnp.asarray([r[0] for r in rows], dtype) for dtype in dtypes]
+    out, batched = values_and_grads(by_dtype, (jnp.zeros((2, 3, 4)), jnp.ones((2, 3, 4))))
+    for dtype, (grad, values) in zip(dtypes, out):
         assert values.shape == (len(rows),)
         assert grad.dtype == dtype
         assert np.all(np.isfinite(np.asarray(values, np.float64))), (name, dtype, values)
         assert np.all(np.isfinite(np.asarray(grad, np.float64))), (name, dtype, grad)
         assert np.all(np.asarray(grad, np.float64)[1] == 0)  # nothing valid: no gradient
-    batched = jax.jit(loss)(jnp.zeros((2, 3, 4)), jnp.ones((2, 3, 4)))
     assert batched.shape == (2, 3)
 
 
@@ -202,14 +211,9 @@ def test_baseline_losses_prefer_the_right_order(name):
 
 # segments= and weights= ----------------------------------------------------------------------
 def _values_and_grad_of_total(f, scores):
-    """``f(scores)`` and the gradient of its sum, as one compiled program: run eagerly, every
-    operation of the backward pass compiles alone."""
-
-    def both(s):
-        values, vjp = jax.vjp(f, s)
-        return values, vjp(jnp.ones_like(values))[0]
-
-    return jax.jit(both)(scores)
+    """``f(scores)`` and the gradient of its sum (one backward pass)."""
+    values, vjp = jax.vjp(f, scores)
+    return values, vjp(jnp.ones_like(values))[0]
 
 
 @pytest.mark.parametrize("name", list(BASELINES))
@@ -239,14 +243,21 @@ def test_packed_segments_equal_the_lists_padded_apart(name):
         kw = dict(weights=jnp.asarray(weights[idx])) if takes_weights else {}
         return loss(s[idx], jnp.asarray(labels[idx]), where=jnp.asarray(mask), **kw)
 
-    s = jnp.asarray(scores)
-    got, g_got = _values_and_grad_of_total(packed, s)
-    want, g_want = _values_and_grad_of_total(apart, s)
+    @jax.jit  # one program for both ways and num_segments=4 (each program costs a compilation)
+    def both_ways(s):
+        return dict(
+            packed=_values_and_grad_of_total(packed, s),
+            apart=_values_and_grad_of_total(apart, s),
+            four=packed(s, num_segments=4),
+        )
+
+    out = both_ways(jnp.asarray(scores))
+    (got, g_got), (want, g_want) = out["packed"], out["apart"]
     assert got.shape == seg.shape  # num_segments defaults to n: one slot per item
     # slots in ascending id: 0, 2, 4, 7; the other slots empty
     np.testing.assert_allclose(np.asarray(got)[:4], np.asarray(want)[[2, 1, 3, 0]], rtol=1e-10, atol=1e-12)
     assert np.all(np.asarray(got)[4:] == 0)
-    np.testing.assert_allclose(jax.jit(functools.partial(packed, num_segments=4))(s), got[:4], rtol=1e-12)
+    np.testing.assert_allclose(out["four"], got[:4], rtol=1e-12)
     np.testing.assert_allclose(g_got, g_want, rtol=1e-10, atol=1e-12)
 
 
@@ -343,20 +354,31 @@ def test_pairwise_losses_in_row_blocks_equal_every_pair_at_once(monkeypatch, nam
     blocked = functools.partial(PAIR_LOSSES[name], lambdaweight=lambdaweight)
     at_once = _every_pair_at_once(PAIR_LOSSES[name], lambdaweight)
     assert losses._row_blocks(6, 40) == 7
-    for keys in ((), ("where",), ("where", "segments"), ("weights",), ("where", "segments", "weights")):
-        kw = {k: kwargs[k] for k in keys}
-        out = blocked(s, y, **kw)
-        np.testing.assert_allclose(out, at_once(s, y, **kw), rtol=1e-10, atol=1e-10)
-        # a projection of the per-list values: every list's gradient counts
-        c = jnp.cos(jnp.arange(out.size).reshape(out.shape))
-        g_blocked = jax.grad(lambda x: jnp.sum(c * blocked(x, y, **kw)))(s)
-        g_at_once = jax.grad(lambda x: jnp.sum(c * at_once(x, y, **kw)))(s)
-        np.testing.assert_allclose(g_blocked, g_at_once, rtol=1e-9, atol=1e-10)
-        if "weights" in kw and lambdaweight is None:  # lambdaweights carry no gradient
-            w = kw.pop("weights")
-            gw_blocked = jax.grad(lambda v: jnp.sum(c * blocked(s, y, weights=v, **kw)))(w)
-            gw_at_once = jax.grad(lambda v: jnp.sum(c * at_once(s, y, weights=v, **kw)))(w)
-            np.testing.assert_allclose(gw_blocked, gw_at_once, rtol=1e-9, atol=1e-10)
+    key_sets = ((), ("where",), ("where", "segments"), ("weights",), ("where", "segments", "weights"))
+
+    @jax.jit  # one program for every keyword set and both ways: eagerly, each operation compiles alone
+    def both_ways(s, kwargs):
+        out = []
+        for keys in key_sets:
+            kw = {k: kwargs[k] for k in keys}
+            # the gradient in the weights too, where lambdaweights (which carry none) are off
+            wrt = dict(scores=s)
+            if "weights" in kw and lambdaweight is None:
+                wrt["weights"] = kw.pop("weights")
+            case = {}
+            for way, loss in (("blocked", blocked), ("at_once", at_once)):
+                values, pullback = jax.vjp(lambda d, loss=loss, kw=kw: loss(labels=y, **d, **kw), wrt)
+                # a projection of the per-list values: every list's gradient counts
+                (grads,) = pullback(jnp.cos(jnp.arange(values.size).reshape(values.shape)))
+                case[way] = dict(values=values, **grads)
+            out.append(case)
+        return out
+
+    tolerances = dict(values=(1e-10, 1e-10), scores=(1e-9, 1e-10), weights=(1e-9, 1e-10))
+    for keys, case in zip(key_sets, both_ways(s, kwargs)):
+        for what, want in case["at_once"].items():
+            rtol, atol = tolerances[what]
+            np.testing.assert_allclose(case["blocked"][what], want, rtol=rtol, atol=atol, err_msg=f"{what} {keys}")
 
 
 def test_pairwise_losses_have_forward_mode_derivatives_too():
