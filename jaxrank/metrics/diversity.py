@@ -36,6 +36,9 @@ Without a cutoff the "ideal ideal" runs over the list's valid items. ``judgments
 (with ``judgments_where[..., m]``) holds every judged document of the query, retrieved or
 not, as ndeval reads its qrels: ``T``, :math:`R_s` and the ideal ranking come from them;
 without them the list is taken as complete. A query with ``T = 0`` scores 0.
+
+``alpha`` and ``beta`` may also be traced scalars (arguments of a jitted function): one
+compiled program then serves every value, which is checked only when it is a number.
 """
 
 from __future__ import annotations
@@ -113,9 +116,14 @@ def _per_subtopic(op: Callable[[Array], Array], y: Array) -> Array:
 
 def _novelty_sum(r: Ranks, y: Array, f, alpha: float) -> Array:
     """:math:`\\sum_i f(r_i) \\sum_s y_{is} (1 - \\alpha)^{c_s(i)}`, ``[..., C]``."""
-    if alpha == 0:
-        return r.linear(jnp.sum(y, axis=-1), f)
-    return _per_subtopic(lambda ys: r.cascade(alpha * ys, f), y) / alpha
+    if isinstance(alpha, float):
+        if alpha == 0:
+            return r.linear(jnp.sum(y, axis=-1), f)
+        return _per_subtopic(lambda ys: r.cascade(alpha * ys, f), y) / alpha
+    # traced: the cascade's quotient is 0/0 at alpha = 0, where the plain sum is the value
+    safe = jnp.where(alpha == 0, 1.0, alpha)
+    cascaded = _per_subtopic(lambda ys: r.cascade(safe * ys, f), y) / safe
+    return jnp.where(alpha == 0, r.linear(jnp.sum(y, axis=-1), f), cascaded)
 
 
 def greedy_ideal_ranks(judged: Array, valid: Array, alpha: float) -> Array:
@@ -211,12 +219,19 @@ def _raw_ideal(d: _Div, f, alpha: float) -> Array:
     return _novelty_sum(r, d.judged, _c.weights(r, d.ks, f), alpha)
 
 
-def _alpha(alpha) -> float:
-    return _checks.in_range(alpha, "alpha", 0.0, 1.0, closed_low=True, closed_high=True)
+def _unit(value, name: str):
+    """A number in [0, 1]; a traced value passes unchecked (module docstring)."""
+    if isinstance(value, jax.core.Tracer):
+        return value
+    return _checks.in_range(value, name, 0.0, 1.0, closed_low=True, closed_high=True)
 
 
-def _beta(beta) -> float:
-    return _checks.in_range(beta, "beta", 0.0, 1.0, closed_low=True, closed_high=True)
+def _alpha(alpha):
+    return _unit(alpha, "alpha")
+
+
+def _beta(beta):
+    return _unit(beta, "beta")
 
 
 def _geometric(beta: float):

@@ -617,10 +617,11 @@ _IDEAL = ("err", "dcg", "nrbp")  # those ndeval also computes over the ideal ran
 
 
 @functools.cache
-def _program(k: tuple[int, ...], alpha: float, beta: float) -> Callable:
-    """One jitted program for static parameters: every quantity of :data:`_QUANTITIES` over
-    the ranked lists, and those of :data:`_IDEAL` over the judged documents in ndeval's
-    greedy ideal order (``ideal_err``, ...)."""
+def _program(k: tuple[int, ...]) -> Callable:
+    """One jitted program per cutoffs: every quantity of :data:`_QUANTITIES` over the ranked
+    lists, and those of :data:`_IDEAL` over the judged documents in ndeval's greedy ideal
+    order (``ideal_err``, ...). ``alpha`` and ``beta`` are traced: every (alpha, beta) of a
+    measure list shares the program."""
     import jax
     import jax.numpy as jnp
 
@@ -629,7 +630,7 @@ def _program(k: tuple[int, ...], alpha: float, beta: float) -> Callable:
     from jaxrank.ranking._backend import inverse_permutation
     from jaxrank.ranking.hard import in_given_order
 
-    def quantity(name, ranks, scores, labels, where, judgments, judgments_where):
+    def quantity(name, alpha, beta, ranks, scores, labels, where, judgments, judgments_where):
         function, cut, with_alpha, with_beta = _QUANTITIES[name]
         options: dict = {"alpha": alpha} if with_alpha else {}
         if with_beta:
@@ -645,15 +646,19 @@ def _program(k: tuple[int, ...], alpha: float, beta: float) -> Callable:
             **options,
         )
 
-    def program(scores, labels, where, judgments, judgments_where):
+    def program(scores, labels, where, judgments, judgments_where, alpha, beta):
         listed = jnp.broadcast_to(jnp.arange(scores.shape[-1]), scores.shape)  # the lists come in rank order
         ranks = in_given_order(listed, scores, where)
-        out = {n: quantity(n, ranks, scores, labels, where, judgments, judgments_where) for n in _QUANTITIES}
+        out = {
+            n: quantity(n, alpha, beta, ranks, scores, labels, where, judgments, judgments_where) for n in _QUANTITIES
+        }
         position = greedy_ideal_ranks(judgments.astype(scores.dtype), judgments_where, alpha)  # 1..m, valid first
         ideal_scores = -position.astype(scores.dtype)
         ideal = in_given_order(inverse_permutation(position - 1), ideal_scores, judgments_where)
         for n in _IDEAL:
-            out[f"ideal_{n}"] = quantity(n, ideal, ideal_scores, judgments, judgments_where, judgments, judgments_where)
+            out[f"ideal_{n}"] = quantity(
+                n, alpha, beta, ideal, ideal_scores, judgments, judgments_where, judgments, judgments_where
+            )
         return out
 
     return jax.jit(program)
@@ -665,7 +670,8 @@ def _quantities(lists: _Lists, k: tuple[int, ...], alpha: float, beta: float) ->
     import jax
 
     with jax.enable_x64(True):
-        out = _program(k, alpha, beta)(lists.scores, lists.labels, lists.where, lists.judgments, lists.judgments_where)
+        parameters = np.float64(alpha), np.float64(beta)
+        out = _program(k)(lists.scores, lists.labels, lists.where, lists.judgments, lists.judgments_where, *parameters)
         rows = lists.scores.shape[0]
         return {n: np.asarray(v, np.float64).reshape(rows, -1) for n, v in out.items()}
 
@@ -891,11 +897,12 @@ def report_diversity(
         )
         groups.setdefault(key, []).append(meas)
     per_measure: dict[int, np.ndarray] = {}
+    # every group's cutoffs in each: one compiled program for all groups of the same shapes
+    k = tuple(sorted({c for m in parsed for c in m.cuts})) or (DEPTH,)
     for (rel, judged, alpha, beta), group in groups.items():
         ranked = [lists[t] for t in present]
         if judged:
             ranked = [d[np.isin(d, q.docnos[place[t]])] for d, t in zip(ranked, present)]
-        k = tuple(sorted({c for m in group for c in m.cuts})) or (DEPTH,)
         batch = _lists(q, [place[t] for t in present], ranked, rel)
         quantities = _quantities(batch, k, alpha, beta)
         for meas in group:
