@@ -1,6 +1,7 @@
 """The intent-aware metrics (jaxrank.metrics.diversity) against ndeval's C binary and pyndeval,
 under jit / vmap / padding / segments / 8 host devices, and their smooth relaxations."""
 
+import functools
 import json
 import subprocess
 
@@ -95,11 +96,11 @@ def ndeval(binary, qrels_path, run_path, *flags):
     return rows
 
 
-def arrays(qrels, run, t, topics):
+def arrays(qrels, run, t, topics, n=0, m=0):
     """The padded batch of the given topics, in ndeval's orders: run by rank, judgments
-    by docno ascending."""
-    n = max(len(run[q]) for q in topics)
-    m = max(len(qrels[q]) for q in topics)
+    by docno ascending; at least ``n`` items and ``m`` judgments wide."""
+    n = max(n, *(len(run[q]) for q in topics))
+    m = max(m, *(len(qrels[q]) for q in topics))
     labels = np.zeros((len(topics), n, t))
     where = np.zeros((len(topics), n), bool)
     judgments = np.zeros((len(topics), m, t))
@@ -128,10 +129,16 @@ def values(name, batch, k, alpha=0.5, beta=0.5, ranker=None):
     return getattr(jaxrank, name)(scores, labels, **kwargs)
 
 
+@functools.partial(jax.jit, static_argnames="wanted")
+def _columns(batch, alpha, beta, wanted):
+    return {c: values(name, batch, k, alpha, beta) for c, (name, k) in wanted}
+
+
 def columns(batch, alpha, beta, wanted=COLUMNS):
-    """Every column of ``wanted`` (name -> (metric, k)) in one compiled call."""
-    run = jax.jit(lambda b: {c: values(name, b, k, alpha, beta) for c, (name, k) in wanted.items()})
-    return {c: np.asarray(v) for c, v in run(batch).items()}
+    """Every column of ``wanted`` (name -> (metric, k)) in one compiled call; alpha and beta
+    traced, so that batches of the same shapes share the program."""
+    got = _columns(batch, np.float64(alpha), np.float64(beta), tuple(wanted.items()))
+    return {c: np.asarray(v) for c, v in got.items()}
 
 
 @pytest.mark.parametrize("seed, flags", [(0, ()), (1, ("-alpha", "0.3", "-beta", "0.7")), (2, ("-alpha", "1"))])
@@ -141,7 +148,8 @@ def test_arrays_equal_ndeval_per_topic(ndeval_binary, tmp_path, seed, flags):
     opts = dict(zip(flags[::2], map(float, flags[1::2])))
     alpha, beta = opts.get("-alpha", 0.5), opts.get("-beta", 0.5)
     topics = sorted(set(qrels) & set(run))
-    batch = arrays(qrels, run, t, topics)
+    # one width for every seed (generate: under 45 items, 60 judgments): one compiled program
+    batch = arrays(qrels, run, t, topics, n=45, m=60)
     checked = 0
     every = columns(batch, alpha, beta)
     for column, (name, _) in COLUMNS.items():
@@ -340,17 +348,15 @@ def test_soft_diversity_gradients_are_finite_and_non_zero(ranker, n):
     base = rng.standard_normal((2, n))  # one draw at every scale, as the nDCG grid of test_soft
     smooth = SHARP if ranker == "sharp" else SOFT[ranker]
 
-    def each_loss(s):
-        return jnp.stack(
-            [
-                jnp.sum(losses.metric_loss(s, labels, metric=getattr(jaxrank, name), ranker=smooth, k=k))
-                for name, k in LOSSES
-            ]
-        )
+    def loss(name, k, s):
+        return jnp.sum(losses.metric_loss(s, labels, metric=getattr(jaxrank, name), ranker=smooth, k=k))
 
-    jacobian = jax.jit(jax.jacrev(each_loss))
+    each_loss = [functools.partial(loss, name, k) for name, k in LOSSES]
+
+    # each loss's gradient alone: a Jacobian's backward pass would carry all seven
+    gradients = jax.jit(lambda s: jnp.stack([jax.grad(loss)(s) for loss in each_loss]))
     for scale in (0.01, 1.0, 100.0):
-        g = np.asarray(jacobian(jnp.asarray(base * scale, jnp.float32)))
+        g = np.asarray(gradients(jnp.asarray(base * scale, jnp.float32)))
         for (name, k), row in zip(LOSSES, g):
             assert np.isfinite(row).all(), (name, k, scale)
             assert np.abs(row).max() > 0, (name, k, scale)
@@ -366,15 +372,20 @@ def test_default_approx_blurs_the_cascades_of_long_lists():
     # the scores spread wide (std 100), blurred below
     sharp_top = jaxrank.approx()(jnp.asarray(base * 100.0, jnp.float32), None).ranks
     assert float(jnp.min(sharp_top)) < 2
+
+    @jax.jit  # both gradients in one program, compiled once for both scales
+    def gradients(s):
+        def grad(ranker):
+            return jax.grad(lambda x: jnp.sum(jaxrank.nnrbp(x, labels, ranker=ranker)))(s)
+
+        return grad(jaxrank.approx()), grad(SHARP)
+
     for scale in (0.01, 1.0):
         s = jnp.asarray(base * scale, jnp.float32)
         assert float(jnp.min(jaxrank.approx()(s, None).ranks)) > 100, scale
-
-        def grad(ranker, s=s):
-            return np.asarray(jax.grad(lambda x: jnp.sum(jaxrank.nnrbp(x, labels, ranker=ranker)))(s))
-
-        assert np.abs(grad(jaxrank.approx())).max() == 0, scale
-        assert np.abs(grad(SHARP)).max() > 0, scale
+        blurred, sharp = gradients(s)
+        assert np.abs(blurred).max() == 0, scale
+        assert np.abs(sharp).max() > 0, scale
 
 
 def test_soft_values_approach_the_hard_ones_as_the_temperature_vanishes():
