@@ -133,9 +133,15 @@ def test_metric_losses_take_precomputed_smooth_ranks():
     def with_ranks(s):
         return losses.ndcg_loss(s, labels, ranker=ranker(s))
 
-    np.testing.assert_allclose(with_ranks(scores), losses.ndcg_loss(scores, labels, ranker=ranker), rtol=1e-12)
-    grad = jax.grad(with_ranks)(scores)
-    np.testing.assert_allclose(grad, jax.grad(lambda s: losses.ndcg_loss(s, labels, ranker=ranker))(scores))
+    def with_ranker(s):
+        return losses.ndcg_loss(s, labels, ranker=ranker)
+
+    # one program (eagerly, every operation of the backward passes compiles alone)
+    (got, grad), (want, g_want) = jax.jit(lambda s: [jax.value_and_grad(f)(s) for f in (with_ranks, with_ranker)])(
+        scores
+    )
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    np.testing.assert_allclose(grad, g_want)
     assert np.any(np.asarray(grad) != 0)
 
 
@@ -274,27 +280,38 @@ def test_more_lists_than_num_segments_is_an_error_or_nan_under_jit():
 def test_unit_weights_change_nothing_and_pointwise_weights_count_items():
     rng = np.random.default_rng(3)
     s, y = jnp.asarray(rng.normal(size=(2, 6))), jnp.asarray(rng.integers(0, 3, (2, 6)).astype(float))
-    for name, loss in BASELINES.items():
-        if "listmle" in name or "lambda_loss" in name:
-            continue  # no weights= (as in rax)
-        np.testing.assert_allclose(loss(s, y, weights=jnp.ones((2, 6))), loss(s, y), rtol=1e-12)
+    # no weights= in listmle and lambda_loss (as in rax)
+    weighted = {name: loss for name, loss in BASELINES.items() if "listmle" not in name and "lambda_loss" not in name}
     w = jnp.array([[2.0, 1, 1, 1, 1, 1]] * 2)
     twice = jnp.concatenate([s[:, :1], s], axis=1), jnp.concatenate([y[:, :1], y], axis=1)
-    for loss in (losses.pointwise_mse, losses.pointwise_sigmoid):
-        np.testing.assert_allclose(loss(s, y, weights=w), loss(*twice), rtol=1e-12)
+    pointwise = {"pointwise_mse": losses.pointwise_mse, "pointwise_sigmoid": losses.pointwise_sigmoid}
+
+    @jax.jit  # one program for every loss (eagerly, each operation compiles alone)
+    def pairs(s, y, twice):
+        unit = {name: (loss(s, y, weights=jnp.ones((2, 6))), loss(s, y)) for name, loss in weighted.items()}
+        counted = {name: (loss(s, y, weights=w), loss(*twice)) for name, loss in pointwise.items()}
+        return unit, counted
+
+    for out in pairs(s, y, twice):
+        for name, (got, want) in out.items():
+            np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=name)
 
 
 def test_lambdaweights_are_the_ndcg_change_of_a_swap():
     # lambdaweights.dcg(normalize=True)[i, j] = |nDCG(after swapping i and j) - nDCG|
     rng = np.random.default_rng(5)
     s, y = rng.normal(size=6), rng.integers(0, 4, 6).astype(float)
-    w = np.asarray(lambdaweights.dcg(jnp.asarray(s), jnp.asarray(y)))
-    base = float(jaxrank.ndcg(jnp.asarray(s), jnp.asarray(y), gain="exp"))
     swaps = np.repeat(s[None, None], 6, 0).repeat(6, 1)  # [i, j]: s with items i and j swapped
     i, j = np.indices((6, 6))
     swaps[i, j, i], swaps[i, j, j] = s[j], s[i]
-    swapped = np.asarray(jaxrank.ndcg(jnp.asarray(swaps), jnp.asarray(np.broadcast_to(y, swaps.shape)), gain="exp"))
-    np.testing.assert_allclose(w, np.abs(swapped - base), rtol=0, atol=1e-12)
+
+    @jax.jit  # one program (eagerly, each operation compiles alone)
+    def weights_and_ndcgs(s, y, swaps):
+        ndcg = functools.partial(jaxrank.ndcg, gain="exp")
+        return lambdaweights.dcg(s, y), ndcg(s, y), ndcg(swaps, jnp.broadcast_to(y, swaps.shape))
+
+    w, base, swapped = weights_and_ndcgs(jnp.asarray(s), jnp.asarray(y), jnp.asarray(swaps))
+    np.testing.assert_allclose(w, np.abs(np.asarray(swapped) - float(base)), rtol=0, atol=1e-12)
 
 
 def test_lambda_loss_rejects_an_unknown_gain():
