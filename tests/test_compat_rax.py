@@ -55,27 +55,34 @@ def _kwargs(data, use_where, use_segments, use_weights):
     return out
 
 
-def _value_and_grad(f, y, kwargs):
-    """``f(scores, y, **kwargs)`` and, where it is a scalar, its gradient in the scores, as
-    one compiled program: run eagerly, every operation of the backward pass compiles alone."""
+def _values_and_grads(calls, s, y):
+    """For each ``(f, kwargs)`` of ``calls``: ``f(s, y, **kwargs)`` and, where it is a scalar,
+    its gradient in the scores; all in one compiled program (run eagerly, every operation of
+    the backward pass compiles alone; each program costs a compilation)."""
 
     def run(s):
-        value, vjp = jax.vjp(lambda x: f(x, y, **kwargs), s)
-        return value, vjp(jnp.ones_like(value))[0] if value.ndim == 0 else None
+        out = []
+        for f, kwargs in calls:
+            value, vjp = jax.vjp(lambda x, f=f, kwargs=kwargs: f(x, y, **kwargs), s)
+            out.append((value, vjp(jnp.ones_like(value))[0] if value.ndim == 0 else None))
+        return out
 
-    return jax.jit(run)
+    return jax.jit(run)(s)
 
 
-def _compare(ours, theirs, scores, labels, kwargs):
-    s, y = jnp.asarray(scores), jnp.asarray(labels)
-    want, g_want = _value_and_grad(theirs, y, kwargs)(s)
-    got, g_got = _value_and_grad(ours, y, kwargs)(s)
-    np.testing.assert_allclose(np.asarray(got), np.asarray(want), **TOL)
-    if np.ndim(want) == 0:
-        assert np.all(np.isfinite(g_got))
-        # rax's segmented ListMLE has NaN gradients on lists with masked items; elsewhere equal
-        finite = np.isfinite(np.asarray(g_want))
-        np.testing.assert_allclose(np.asarray(g_got)[finite], np.asarray(g_want)[finite], **TOL)
+def _compare(cases, scores, labels):
+    """``ours`` against ``theirs`` for each ``(ours, theirs, kwargs)`` of ``cases``: values
+    and, where scalar, gradients."""
+    calls = [(f, kwargs) for ours, theirs, kwargs in cases for f in (ours, theirs)]
+    results = _values_and_grads(calls, jnp.asarray(scores), jnp.asarray(labels))
+    for (_, _, kwargs), (got, g_got), (want, g_want) in zip(cases, results[::2], results[1::2]):
+        msg = str(kwargs)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), **TOL, err_msg=msg)
+        if np.ndim(want) == 0:
+            assert np.all(np.isfinite(g_got)), msg
+            # rax's segmented ListMLE has NaN gradients on lists with masked items; elsewhere equal
+            finite = np.isfinite(np.asarray(g_want))
+            np.testing.assert_allclose(np.asarray(g_got)[finite], np.asarray(g_want)[finite], **TOL, err_msg=msg)
 
 
 LOSSES = [
@@ -100,6 +107,7 @@ def test_losses_match_rax_on_every_keyword_combination(name):
     ours, theirs = getattr(jr, name), getattr(rax, name)
     data = _lists(hash(name) % 1000, segments=True)
     flags = itertools.product([False, True], [False, True], [False, name not in NO_WEIGHTS])
+    cases = []
     for i, (use_where, use_segments, use_weights) in enumerate(sorted(set(flags))):
         kwargs = _kwargs(data, use_where, use_segments, use_weights)
         reduce_name = list(REDUCE)[i % 3]
@@ -111,7 +119,8 @@ def test_losses_match_rax_on_every_keyword_combination(name):
             theirs_one = jax.vmap(lambda s, y, kw: rax.poly1_softmax_loss(s, y, reduce_fn=None, **kw))
             theirs = lambda s, y, **kw: jnp.sum(theirs_one(s, y, kw))  # noqa: E731
             ours = lambda s, y, **kw: jnp.sum(jr.poly1_softmax_loss(s, y, reduce_fn=None, **kw))  # noqa: E731
-        _compare(ours, theirs, data["scores"], data["labels"], kwargs)
+        cases.append((ours, theirs, kwargs))
+    _compare(cases, data["scores"], data["labels"])
 
 
 @pytest.mark.parametrize(
@@ -139,10 +148,15 @@ def test_loss_options_match_rax(name, extra):
 def test_listmle_with_a_key_breaks_ties_as_rax():
     data = _lists(3)
     s, y = jnp.asarray(data["scores"]), jnp.asarray(data["labels"])  # labels in 0..3: ties
-    for seed in range(3):
-        key = jax.random.PRNGKey(seed)
-        want = rax.listmle_loss(s, y, key=key, reduce_fn=None)
-        got = jr.listmle_loss(s, y, key=key, reduce_fn=None)
+    keys = [jax.random.PRNGKey(seed) for seed in range(3)]
+
+    @jax.jit  # every key, both libraries, in one program (eagerly, each operation compiles alone)
+    def both(s, y):
+        return [
+            (jr.listmle_loss(s, y, key=k, reduce_fn=None), rax.listmle_loss(s, y, key=k, reduce_fn=None)) for k in keys
+        ]
+
+    for got, want in both(s, y):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), **TOL)
 
 
@@ -158,6 +172,7 @@ def test_pairwise_losses_with_lambdaweights_match_rax(lw):
         options += [dict(topn=3), dict(normalize=True, topn=2), dict(gain_fn=lambda y: y, discount_fn=lambda r: 1 / r)]
     if lw == "dcg2_lambdaweight":
         options.append(dict(light_discount=True, normalize=True))
+    cases = []
     for i, (loss, opts) in enumerate(itertools.product(PAIRWISE, options)):
         # segments with normalize: rax divides only the first item of each segment
         # by its ideal DCG (see test_rax_normalised_segments_quirk)
@@ -165,7 +180,8 @@ def test_pairwise_losses_with_lambdaweights_match_rax(lw):
         kwargs = _kwargs(data, True, use_segments, i % 3 == 0)
         ours = functools.partial(getattr(jr, loss), lambdaweight_fn=functools.partial(getattr(jr, lw), **opts))
         theirs = functools.partial(getattr(rax, loss), lambdaweight_fn=functools.partial(getattr(rax, lw), **opts))
-        _compare(ours, theirs, data["scores"], data["labels"], kwargs)
+        cases.append((ours, theirs, kwargs))
+    _compare(cases, data["scores"], data["labels"])
 
 
 @pytest.mark.parametrize("lw", LAMBDAWEIGHTS)
@@ -173,10 +189,14 @@ def test_lambdaweights_match_rax_on_valid_pairs(lw):
     data = _lists(5, segments=True)
     s, y = jnp.asarray(data["scores"]), jnp.asarray(data["labels"])
     where = jnp.asarray(data["where"])
-    for use_segments, use_weights in itertools.product([False, True], [False, True]):
-        kwargs = _kwargs(data, True, use_segments, use_weights)
-        want = np.asarray(getattr(rax, lw)(s, y, **kwargs))
-        got = np.asarray(getattr(jr, lw)(s, y, **kwargs))
+    every = [_kwargs(data, True, *flags) for flags in itertools.product([False, True], [False, True])]
+
+    @jax.jit  # both libraries on every combination in one program (eagerly, each operation compiles alone)
+    def both(s, y):
+        return [(getattr(jr, lw)(s, y, **kw), getattr(rax, lw)(s, y, **kw)) for kw in every]
+
+    for got, want in both(s, y):
+        got, want = np.asarray(got), np.asarray(want)
         # rax's labeldiff keeps |y_i - y_j| on pairs of two invalid items; jaxrank gives 0
         pairs = np.asarray(where[..., :, None] & where[..., None, :]).reshape(want.shape)
         np.testing.assert_allclose(got[pairs], want[pairs], **TOL)
@@ -208,8 +228,8 @@ def test_jit_and_vmap_match_rax(name):
     ours, theirs = getattr(jr, name), getattr(rax, name)
     per_list = jax.vmap(lambda a, b, w, g: ours(a, b, where=w, segments=g))
     theirs_per_list = jax.vmap(lambda a, b, w, g: theirs(a, b, where=w, segments=g))
-    np.testing.assert_allclose(
-        np.asarray(jax.jit(per_list)(s, y, where, segs)), np.asarray(theirs_per_list(s, y, where, segs)), **TOL
+    np.testing.assert_allclose(  # rax's compiled too: vmapped eagerly, each of its operations compiles alone
+        np.asarray(jax.jit(per_list)(s, y, where, segs)), np.asarray(jax.jit(theirs_per_list)(s, y, where, segs)), **TOL
     )
     g_ours = jax.jit(jax.grad(lambda a: jnp.sum(per_list(a, y, where, segs))))(s)
     g_theirs = jax.jit(jax.grad(lambda a: jnp.sum(theirs_per_list(a, y, where, segs))))(s)  # one program, not eager ops
@@ -222,34 +242,36 @@ def test_rank_helpers_match_rax():
     data = _lists(2, segments=True)
     s = jnp.asarray(data["scores"]).at[0, 3].set(data["scores"][0, 5])  # a tie
     where, segs = jnp.asarray(data["where"]), jnp.asarray(data["segments"])
-    for kwargs in (dict(), dict(where=where), dict(segments=segs), dict(where=where, segments=segs)):
-        np.testing.assert_array_equal(np.asarray(jr.utils.ranks(s, **kwargs)), np.asarray(rax.utils.ranks(s, **kwargs)))
-        for n in (None, 3):
-            np.testing.assert_array_equal(
-                np.asarray(jr.utils.cutoff(s, n, **kwargs)), np.asarray(rax.utils.cutoff(s, n, **kwargs))
-            )
-        got, want = jr.utils.approx_ranks(s, **kwargs), rax.utils.approx_ranks(s, **kwargs)
-        valid = np.asarray(where) if "where" in kwargs else np.ones(s.shape, bool)
-        np.testing.assert_allclose(np.asarray(got)[valid], np.asarray(want)[valid], **TOL)
-    key = jax.random.PRNGKey(4)
-    np.testing.assert_array_equal(np.asarray(jr.utils.ranks(s, key=key)), np.asarray(rax.utils.ranks(s, key=key)))
+    every = (dict(), dict(where=where), dict(segments=segs), dict(where=where, segments=segs))
+    masked = (dict(), dict(where=where), dict(where=where, segments=segs))  # normalize_probabilities
     y = jnp.asarray(data["labels"]) * jnp.asarray(data["labels"] > 1)  # lists of zeros too
-    for kwargs in (dict(), dict(where=where), dict(where=where, segments=segs)):
-        # on valid items: rax leaves label / total on masked items, jaxrank 0
-        valid = np.asarray(where) if "where" in kwargs else np.ones(s.shape, bool)
-        np.testing.assert_allclose(
-            np.asarray(jr.utils.normalize_probabilities(y, **kwargs))[valid],
-            np.asarray(rax.utils.normalize_probabilities(y, **kwargs))[valid],
-            **TOL,
-        )
+    key = jax.random.PRNGKey(4)
     # any step function, as rax's (bound_t12n's relu(x + 1), here on a list with ties)
     step = lambda x: jax.nn.relu(x + 1.0)  # noqa: E731
-    for kwargs in (dict(), dict(where=where), dict(segments=segs), dict(where=where, segments=segs)):
-        np.testing.assert_allclose(
-            np.asarray(jr.utils.approx_ranks(s, step_fn=step, **kwargs)),
-            np.asarray(rax.utils.approx_ranks(s, step_fn=step, **kwargs)),
-            **TOL,
+
+    @jax.jit  # both libraries' helpers in one program (eagerly, each operation compiles alone)
+    def helpers(s, y):
+        def both(name, *args, **kwargs):
+            return getattr(jr.utils, name)(*args, **kwargs), getattr(rax.utils, name)(*args, **kwargs)
+
+        return dict(
+            ranks=[both("ranks", s, **kw) for kw in every] + [both("ranks", s, key=key)],
+            cutoff=[both("cutoff", s, n, **kw) for kw in every for n in (None, 3)],
+            approx_ranks=[both("approx_ranks", s, **kw) for kw in every],
+            probabilities=[both("normalize_probabilities", y, **kw) for kw in masked],
+            step=[both("approx_ranks", s, step_fn=step, **kw) for kw in every],
         )
+
+    out = helpers(s, y)
+    for got, want in out["ranks"] + out["cutoff"]:
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    # on valid items: rax's approximate ranks of masked items differ, and rax leaves
+    # label / total on masked items, jaxrank 0
+    for kwargs, (got, want) in [*zip(every, out["approx_ranks"]), *zip(masked, out["probabilities"])]:
+        valid = np.asarray(where) if "where" in kwargs else np.ones(s.shape, bool)
+        np.testing.assert_allclose(np.asarray(got)[valid], np.asarray(want)[valid], **TOL)
+    for got, want in out["step"]:
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), **TOL)
 
 
 def test_approx_cutoff_matches_rax():
@@ -283,28 +305,34 @@ def test_transformations_match_rax():
     s, y = jnp.asarray(data["scores"]), jnp.asarray(data["labels"])
     where, segs = jnp.asarray(data["where"]), jnp.asarray(data["segments"])
     key = jax.random.PRNGKey(1)
-    for smoothing in (None, 0.1):
-        ours = jr.gumbel_t12n(jr.softmax_loss, samples=3, smoothing_factor=smoothing)
-        theirs = rax.gumbel_t12n(rax.softmax_loss, samples=3, smoothing_factor=smoothing)
-        np.testing.assert_allclose(
-            float(ours(s, y, where=where, key=key)), float(theirs(s, y, where=where, key=key)), **TOL
-        )
-    # a listmle inside takes a key of its own: the split must match too
-    ours = jr.gumbel_t12n(jr.listmle_loss, samples=2)
-    theirs = rax.gumbel_t12n(rax.listmle_loss, samples=2)
-    np.testing.assert_allclose(float(ours(s, y, key=key)), float(theirs(s, y, key=key)), **TOL)
 
     # segment_t12n: a function without segments= gets the [..., n, n] rows
-    def plain(scores, labels, *, where=None, reduce_fn=jnp.mean):
-        return jr.softmax_loss(scores, labels, where=where, reduce_fn=reduce_fn)
+    def without_segments(lib):
+        def plain(scores, labels, *, where=None, reduce_fn=jnp.mean):
+            return lib.softmax_loss(scores, labels, where=where, reduce_fn=reduce_fn)
 
-    def plain_rax(scores, labels, *, where=None, reduce_fn=jnp.mean):
-        return rax.softmax_loss(scores, labels, where=where, reduce_fn=reduce_fn)
+        return plain
 
-    got = jr.segment_t12n(plain)(s, y, segments=segs, where=where)
-    want = rax.segment_t12n(plain_rax)(s, y, segments=segs, where=where)
-    np.testing.assert_allclose(float(got), float(want), **TOL)
-    np.testing.assert_allclose(float(got), float(jr.softmax_loss(s, y, segments=segs, where=where)), **TOL)
+    @jax.jit  # both libraries in one program (eagerly, each operation compiles alone)
+    def transformed(s, y):
+        out = {}
+        for side, lib in (("ours", jr), ("theirs", rax)):
+            out[side] = {
+                f"gumbel softmax smoothing={smoothing}": lib.gumbel_t12n(
+                    lib.softmax_loss, samples=3, smoothing_factor=smoothing
+                )(s, y, where=where, key=key)
+                for smoothing in (None, 0.1)
+            }
+            # a listmle inside takes a key of its own: the split must match too
+            out[side]["gumbel listmle"] = lib.gumbel_t12n(lib.listmle_loss, samples=2)(s, y, key=key)
+            out[side]["segment"] = lib.segment_t12n(without_segments(lib))(s, y, segments=segs, where=where)
+        out["native segments"] = jr.softmax_loss(s, y, segments=segs, where=where)
+        return out
+
+    out = transformed(s, y)
+    for name, want in out["theirs"].items():
+        np.testing.assert_allclose(float(out["ours"][name]), float(want), **TOL, err_msg=name)
+    np.testing.assert_allclose(float(out["ours"]["segment"]), float(out["native segments"]), **TOL)
     assert jr.segment_t12n(jr.softmax_loss) is jr.softmax_loss
 
 
@@ -339,8 +367,10 @@ def test_jaxrank_approx_ndcg_is_rax_approx_t12n_ndcg(temperature):
     def theirs(a):
         return rax.approx_t12n(rax.ndcg_metric, temperature=temperature)(a, y, where=where)
 
-    np.testing.assert_allclose(float(ours(s)), float(theirs(s)), **TOL)
-    np.testing.assert_allclose(np.asarray(jax.grad(ours)(s)), np.asarray(jax.grad(theirs)(s)), **TOL)
+    # one program (eagerly, every operation of the backward passes compiles alone)
+    (got, g_got), (want, g_want) = jax.jit(lambda a: [jax.value_and_grad(f)(a) for f in (ours, theirs)])(s)
+    np.testing.assert_allclose(float(got), float(want), **TOL)
+    np.testing.assert_allclose(np.asarray(g_got), np.asarray(g_want), **TOL)
 
 
 # Metrics and the approx / bound transformations ---------------------------------------------
@@ -371,18 +401,19 @@ def test_metrics_match_rax_on_every_keyword_combination(name):
     s, y = jnp.asarray(data["scores"]), jnp.asarray(data["labels"])
     flags = itertools.product([False, True], [False, True], [False, name in WEIGHTED])
     topns = itertools.cycle([None, 1, 3, 7, 10])  # 7: the list size; 10: past it
+    every = []
     for i, (use_where, use_segments, use_weights) in enumerate(sorted(set(flags))):
         kwargs = _kwargs(data, use_where, use_segments, use_weights)
         kwargs.update(topn=next(topns), reduce_fn=list(REDUCE.values())[i % 3])
-        want = getattr(rax, name)(s, y, **kwargs)
-        got = jax.jit(lambda a, b, kw=kwargs: getattr(jr, name)(a, b, **kw))(s, y)
+        every.append(kwargs)
+    every.append(dict(key=jax.random.PRNGKey(3), reduce_fn=None))  # random tie-breaking, as rax's
+
+    @jax.jit  # both libraries on every combination in one program (eagerly, each operation compiles alone)
+    def both(s, y):
+        return [(getattr(jr, name)(s, y, **kw), getattr(rax, name)(s, y, **kw)) for kw in every]
+
+    for kwargs, (got, want) in zip(every, both(s, y)):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), **TOL, err_msg=str(sorted(kwargs)))
-    key = jax.random.PRNGKey(3)  # random tie-breaking, as rax's
-    np.testing.assert_allclose(
-        np.asarray(getattr(jr, name)(s, y, key=key, reduce_fn=None)),
-        np.asarray(getattr(rax, name)(s, y, key=key, reduce_fn=None)),
-        **TOL,
-    )
 
 
 def test_metric_options_match_rax():
@@ -420,21 +451,17 @@ def test_approx_and_bound_t12n_match_rax(name, t12n):
     # retrieved items), compat's finite (test_bound_t12n_with_an_item_scored_minus_inf)
     data = _metric_lists(zlib.crc32(f"{name} {t12n}".encode()) % 1000, ties=False, neginf=t12n != "bound")
     flags = [(False, False, None), (True, False, 1), (False, name in WEIGHTED, 3), (True, name in WEIGHTED, 3)]
-    for use_segments, use_weights, topn in flags:
-        kwargs = _kwargs(data, False, use_segments, use_weights)
-        kwargs["topn"] = topn
-        jitted = lambda a, b, **kw: jax.jit(lambda a, b: ours(a, b, **kw))(a, b)  # noqa: E731
-        _compare(jitted, theirs, data["scores"], data["labels"], kwargs)
+    cases = [
+        (ours, theirs, dict(_kwargs(data, False, use_segments, use_weights), topn=topn))
+        for use_segments, use_weights, topn in flags
+    ]
+    _compare(cases, data["scores"], data["labels"])
 
 
 def _values_and_grad_of_total(f, scores, labels):
-    """``f(scores, labels)`` and the gradient of its sum, compiled as one program."""
-
-    def both(a, y):
-        values, vjp = jax.vjp(lambda x: f(x, y), a)
-        return values, vjp(jnp.ones_like(values))[0]
-
-    return jax.tree.map(np.asarray, jax.jit(both)(scores, labels))
+    """``f(scores, labels)`` and the gradient of its sum (one backward pass)."""
+    values, vjp = jax.vjp(lambda x: f(x, labels), scores)
+    return values, vjp(jnp.ones_like(values))[0]
 
 
 def _compacted(data, row):
@@ -450,24 +477,32 @@ def test_smooth_metrics_with_masks_equal_rax_on_the_lists_padded_apart(name):
     data = _metric_lists(zlib.crc32(name.encode()) % 997, ties=False, neginf=False)
     where = jnp.asarray(data["where"])
     cases = [("approx", False, None), ("approx", True, 3), ("approx T=0.5", False, 1), ("bound", True, 1)]
-    for t12n, use_segments, topn in cases:
+
+    def both_ways(t12n, use_segments, topn):
         ours_t, theirs_t, opts = T12NS[t12n]
         ours, theirs = ours_t(getattr(jr, name), **opts), theirs_t(getattr(rax, name), **opts)
         kwargs = dict(topn=topn, reduce_fn=None)
         if use_segments:
             kwargs["segments"] = jnp.asarray(data["segments"])
 
-        def per_list(a, y, kw=kwargs):
-            return ours(a, y, where=where, **kw)
+        def per_list(a, y):
+            return ours(a, y, where=where, **kwargs)
 
-        got, grads = _values_and_grad_of_total(per_list, jnp.asarray(data["scores"]), jnp.asarray(data["labels"]))
-        assert np.all(grads[~np.asarray(where)] == 0)
+        got = _values_and_grad_of_total(per_list, jnp.asarray(data["scores"]), jnp.asarray(data["labels"]))
+        apart = []
         for row in range(where.shape[0]):
-            apart = _compacted(data, row)
-            kw = dict(kwargs, segments=apart["segments"]) if use_segments else kwargs
-            want, want_grad = _values_and_grad_of_total(
-                lambda a, y, kw=kw: theirs(a, y, **kw), apart["scores"], apart["labels"]
+            lists = _compacted(data, row)
+            kw = dict(kwargs, segments=lists["segments"]) if use_segments else kwargs
+            apart.append(
+                _values_and_grad_of_total(lambda a, y, kw=kw: theirs(a, y, **kw), lists["scores"], lists["labels"])
             )
+        return got, apart
+
+    # every case, compat's on the batch and rax's on each list, in one program (each costs a compilation)
+    results = jax.tree.map(np.asarray, jax.jit(lambda: [both_ways(*case) for case in cases])())
+    for (t12n, use_segments, topn), ((got, grads), apart) in zip(cases, results):
+        assert np.all(grads[~np.asarray(where)] == 0)
+        for row, (want, want_grad) in enumerate(apart):
             # per list without segments; with them, at each segment's first (valid) item
             keep = np.asarray(where[row]) if use_segments else ()
             msg = f"{t12n} segments={use_segments} topn={topn} row={row}"
@@ -556,14 +591,16 @@ def test_pairwise_losses_in_many_row_blocks_match_rax(monkeypatch, loss, lambdaw
         ours = functools.partial(ours, lambdaweight_fn=getattr(jr, lambdaweight))
         theirs = functools.partial(theirs, lambdaweight_fn=getattr(rax, lambdaweight))
     s, y = jnp.asarray(data["scores"]), jnp.asarray(data["labels"])
-    for flags in ((False, False, False), (True, False, True), (True, True, True)):
-        for reduce_fn in (jnp.mean, jnp.sum):
-            kwargs = dict(_kwargs(data, *flags), reduce_fn=reduce_fn)
-            got, g_got = _value_and_grad(ours, y, kwargs)(s)
-            want, g_want = _value_and_grad(theirs, y, kwargs)(s)
-            np.testing.assert_allclose(float(got), float(want), **TOL)
-            # float32 sums of 300 terms in another order: rounding scales with the largest
-            np.testing.assert_allclose(g_got, g_want, rtol=2e-5, atol=2e-5 * max(1.0, np.max(np.abs(g_want))))
+    every = [
+        dict(_kwargs(data, *flags), reduce_fn=reduce_fn)
+        for flags in ((False, False, False), (True, False, True), (True, True, True))
+        for reduce_fn in (jnp.mean, jnp.sum)
+    ]
+    results = _values_and_grads([(f, kwargs) for kwargs in every for f in (ours, theirs)], s, y)
+    for kwargs, (got, g_got), (want, g_want) in zip(every, results[::2], results[1::2]):
+        np.testing.assert_allclose(float(got), float(want), **TOL, err_msg=str(kwargs))
+        # float32 sums of 300 terms in another order: rounding scales with the largest
+        np.testing.assert_allclose(g_got, g_want, rtol=2e-5, atol=2e-5 * max(1.0, np.max(np.abs(g_want))))
 
 
 def test_listmle_gradient_is_finite_where_rax_is_nan():
@@ -575,8 +612,7 @@ def test_listmle_gradient_is_finite_where_rax_is_nan():
     where = jnp.array([[True, False, True, True, True, False]])
     seg = jnp.array([[0, 0, 0, 1, 1, 1]])
     kwargs = dict(where=where, segments=seg)
-    got, g_ours = _value_and_grad(jr.listmle_loss, y, kwargs)(s)
-    want, g_theirs = _value_and_grad(rax.listmle_loss, y, kwargs)(s)
+    (got, g_ours), (want, g_theirs) = _values_and_grads([(jr.listmle_loss, kwargs), (rax.listmle_loss, kwargs)], s, y)
     np.testing.assert_allclose(float(got), float(want), **TOL)
     assert np.all(np.isnan(np.asarray(g_theirs)))
     assert np.all(np.isfinite(np.asarray(g_ours)))
