@@ -4,10 +4,17 @@ import gc
 import threading
 from pathlib import Path
 
-import jax
-import pytest
+from jaxrank.cli import _fast_compile_flags
 
-from tests import oracles
+# Before XLA starts: compile with XLA:CPU's older fusion emitters, as `jaxrank eval` does
+# (about a quarter less compile time, which is most of this suite's time). The correctness
+# checks of tests/test_accelerator_bench.py run with XLA's defaults, as a library user's.
+_fast_compile_flags()
+
+import jax  # noqa: E402
+import pytest  # noqa: E402
+
+from tests import oracles  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 

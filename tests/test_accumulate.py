@@ -13,6 +13,8 @@ import jaxrank
 from jaxrank.accumulate import accumulator, compute
 from tests.devices import run_with_host_devices
 
+pytestmark = pytest.mark.usefixtures("quick_compiles")  # many small programs (tests/conftest.py)
+
 # Measures of both spellings, with cutoffs longer and shorter than the lists, a rel level,
 # judged-only, and the measures that read unjudged documents (bpref, infAP, Judged, unj).
 TREC_MEASURES = [

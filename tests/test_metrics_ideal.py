@@ -10,6 +10,8 @@ import pytest
 import jaxrank
 from jaxrank.metrics._ideal import MAX_GRADES
 
+pytestmark = pytest.mark.usefixtures("quick_compiles")  # many small programs (tests/conftest.py)
+
 
 def _labels(kind: str, rng, shape):
     if kind == "grades":

@@ -11,6 +11,8 @@ import jaxrank
 from jaxrank.metrics import segment_slots
 from tests.devices import run_with_host_devices
 
+pytestmark = pytest.mark.usefixtures("quick_compiles")  # many small programs (tests/conftest.py)
+
 # name -> keywords; every metric that takes segments=
 METRICS = {
     "precision": dict(k=(1, 3)),
