@@ -138,12 +138,16 @@ def plain_train(
 
 def per_query(params, split) -> np.ndarray:
     """nDCG@10 of each query of ``split`` (as ``train_ltr.evaluate``), mean over the seeds, ``[Q]``."""
+    return np.asarray(_per_query(params, split.x, split.y, split.where))
 
+
+@jax.jit
+def _per_query(params, x, y, where):
     def one(p):
-        scores = train_ltr.score(p, split.x, split.where)
-        return jaxrank.ndcg(scores, split.y, k=10, where=split.where, ranker=jaxrank.hard("expected"))
+        scores = train_ltr.score(p, x, where)
+        return jaxrank.ndcg(scores, y, k=10, where=where, ranker=jaxrank.hard("expected"))
 
-    return np.asarray(jnp.mean(jax.vmap(one)(params), axis=0))
+    return jnp.mean(jax.vmap(one)(params), axis=0)
 
 
 RECIPES = {

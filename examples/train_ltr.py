@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import math
 import sys
@@ -157,8 +158,10 @@ def load_fold(
     return (tr, va, te) if raw else _prepare(tr, va, te, transform)
 
 
+@functools.lru_cache(maxsize=2)
 def _pooled(data_dir: Path) -> SvmlightData:
-    """rank.train's queries followed by rank.test's."""
+    """rank.train's queries followed by rank.test's (read once per process: every fold and
+    recipe of a cross-validation splits the same arrays, which nothing writes to)."""
     train = read_svmlight(data_dir / "rank.train", data_dir / "rank.train.query")
     test = read_svmlight(data_dir / "rank.test", data_dir / "rank.test.query", num_features=train.features.shape[1])
     return SvmlightData(
@@ -450,13 +453,18 @@ def evaluate(
     return np.asarray(fn(params, split.x, split.y, split.where, query_norm, layernorm, context))
 
 
+def _exact_ndcg(scores, y, where):
+    """nDCG@(1, 5, 10) of each query, ``[Q, 3]``: trec_eval's conventions, ties averaged."""
+    return jaxrank.ndcg(scores, y, k=CUTOFFS, where=where, ranker=jaxrank.hard("expected"))
+
+
 def _evaluate_one(params, x, y, where, query_norm, layernorm, context):
     scores = score(params, x, where, query_norm=query_norm, layernorm=layernorm, context=context)
-    per_query = jaxrank.ndcg(scores, y, k=CUTOFFS, where=where, ranker=jaxrank.hard("expected"))
-    return jaxrank.aggregate(per_query)
+    return jaxrank.aggregate(_exact_ndcg(scores, y, where))
 
 
 _evaluate = jax.jit(_evaluate_one, static_argnums=(4, 5, 6))
+_exact_ndcg_jit = jax.jit(_exact_ndcg)
 _evaluate_seeds = jax.jit(jax.vmap(_evaluate_one, (0, None, None, None, None, None, None)), static_argnums=(4, 5, 6))
 
 
@@ -662,7 +670,7 @@ def lightgbm_per_query(
     x, y, where = pad_queries(features, labels, sizes)
     padded = np.zeros(where.shape, np.float32)
     padded[where] = model.predict(features)
-    return np.asarray(jaxrank.ndcg(padded, y, k=CUTOFFS, where=where, ranker=jaxrank.hard("expected")))
+    return np.asarray(_exact_ndcg_jit(padded, y, where))
 
 
 # -------------------------------------------------------------------------- driver
