@@ -18,7 +18,7 @@ def run_with_host_devices(code: str, devices: int = 8, timeout: float = 600) -> 
     env["JAX_PLATFORMS"] = "cpu"
     # These programs check partitioning against the unsharded values computed beside them, in
     # the same interpreter; XLA's optimisation passes cost a third of their CPU time and
-    # change neither. The single-device suite compiles as users do.
+    # change neither (README: how the suite compiles).
     env.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
     proc = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],

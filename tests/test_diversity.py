@@ -268,6 +268,31 @@ def test_jit_vmap_and_padding_leave_the_values_unchanged():
     )
 
 
+def test_traced_alpha_and_beta_give_the_values_and_gradients_of_the_same_numbers():
+    # jaxrank.evaluate passes alpha and beta traced; alpha = 0 takes the plain sum there too
+    s, y, w, j, jw = small_batch()
+    kw = dict(k=(1, 5), where=w, judgments=j, judgments_where=jw, ranker=jaxrank.approx(0.5, units="std"))
+
+    def metrics(s, alpha, beta):
+        return (
+            jaxrank.alpha_ndcg(s, y, alpha=alpha, **kw),
+            jaxrank.nerr_ia(s, y, alpha=alpha, **kw),
+            jaxrank.nnrbp(s, y, alpha=alpha, beta=beta, where=w, judgments=j, judgments_where=jw),
+        )
+
+    def with_gradient(s, alpha, beta):
+        gradient = jax.grad(lambda s: sum(jnp.sum(v) for v in metrics(s, alpha, beta)[:2]))(s)
+        return (*metrics(s, alpha, beta), gradient)
+
+    settings = [(0.0, 0.5), (0.5, 0.3), (1.0, 0.9)]
+    traced = jax.jit(jax.vmap(with_gradient, (None, 0, 0)))(s, *(jnp.asarray(v) for v in zip(*settings)))
+    for i, (alpha, beta) in enumerate(settings):
+        want = jax.jit(functools.partial(with_gradient, alpha=alpha, beta=beta))(s)
+        for got, expected in zip(traced, want):
+            np.testing.assert_allclose(got[i], expected, rtol=1e-10, atol=1e-12, err_msg=str((alpha, beta)))
+            assert np.all(np.isfinite(got[i]))
+
+
 def test_segments_equal_each_list_alone():
     s, y, w, _, _ = small_batch(1, b=1, n=40)
     segments = np.repeat(np.arange(4), 10)[None]
