@@ -2,16 +2,13 @@
 
 The names below are what users call. Implementation classes (the ``Ranks`` of each
 ranker, the accumulator's state, the TREC file types) live in their modules:
-:mod:`jaxrank.ranking`, :mod:`jaxrank.accumulate`, :mod:`jaxrank.trec`.
+:mod:`jaxrank.ranking`, :mod:`jaxrank.measures.accumulate`, :mod:`jaxrank.trec`.
 """
 
 from jaxrank import losses, metrics, retrieval, stats
-from jaxrank.accumulate import accumulator, compute
-from jaxrank.aggregate import aggregate
-from jaxrank.comparison import compare
-from jaxrank.fusion import fuse
-from jaxrank.fusion_trained import optimize_fusion
-from jaxrank.grouping import group_by_query
+from jaxrank.fusion import fuse, optimize_fusion
+from jaxrank.lists import group_by_query
+from jaxrank.measures import accumulator, aggregate, compute
 from jaxrank.metrics import *  # noqa: F403  (the metrics: jaxrank.metrics.__all__)
 from jaxrank.ranking import (
     Ranker,
@@ -26,6 +23,7 @@ from jaxrank.ranking import (
     softrank,
     softsort,
 )
+from jaxrank.stats import compare
 from jaxrank.trec.evaluate import evaluate
 
 __version__ = "0.1.0"

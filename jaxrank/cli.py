@@ -1,5 +1,5 @@
 """Command line: ``jaxrank eval QRELS RUN`` -- trec_eval's flags and trec_eval's output;
-``jaxrank ndeval QRELS RUN`` -- ndeval's (:mod:`jaxrank.trec.diversity`); ``jaxrank compare``.
+``jaxrank ndeval QRELS RUN`` -- ndeval's (:mod:`jaxrank.trec.ndeval`); ``jaxrank compare``.
 
 ::
 
@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:  # annotations only
+    from jaxrank.measures.parse import Plan
     from jaxrank.trec.files import Qrels
-    from jaxrank.trec.measures import Plan
 
 
 class _UsageError(Exception):
@@ -151,7 +151,7 @@ def _compare_parser(sub) -> None:
 
 def _run_compare(args) -> str:
     from jaxrank import _checks
-    from jaxrank.comparison import compare
+    from jaxrank.stats import compare
 
     try:  # the names jaxrank.compare gives a list of paths: file names, or paths where they clash
         names = list(_checks.named_runs(args.runs))
@@ -315,14 +315,14 @@ def _speculate(plan: Plan, q: Qrels, run_source, *, max_docs) -> Optional[tuple]
         return None
     import numpy as np
 
-    from jaxrank.trec.engine import _bucket, _executable, _reuse, _rows_per_call
+    from jaxrank.measures import engine
 
     if max_docs is not None:
         depth = min(depth, max_docs)
     m = int(np.diff(q.offsets).max())
-    n = _bucket(max(depth, 1))
-    shape = _reuse(plan, (_rows_per_call(len(q), n), n, _bucket(max(m, 1))), None)
-    _executable(plan, shape, spawn=_in_background)
+    n = engine.bucket(max(depth, 1))
+    shape = engine.reuse(plan, (engine.rows_per_call(len(q), n), n, engine.bucket(max(m, 1))), None)
+    engine.executable(plan, shape, spawn=_in_background)
     return shape
 
 
@@ -344,8 +344,8 @@ def _unjudged_note(qids: Sequence[str], shown: int = 5) -> str:
 
 def _run_eval(args) -> str:
     from jaxrank import trec
+    from jaxrank.measures.parse import parse_measures
     from jaxrank.trec.evaluate import report
-    from jaxrank.trec.measures import parse_measures
 
     if args.rel_format == "qrels_jg":
         from jaxrank.trec.judgment_groups import parse_jg_measures
@@ -395,7 +395,7 @@ _NDEVAL_VERSION = "version 4.5 (Mon 29 Apr 2013 20:51:02 EDT)"
 _NDEVAL_USAGE = "usage: jaxrank ndeval [options] QRELS RUN (-help for the options)"
 _NDEVAL_HELP = """jaxrank ndeval [options] QRELS RUN
   ndeval's novelty and diversity measures for TREC Web tasks, as a CSV on standard
-  output, byte for byte ndeval's (jaxrank/trec/diversity.py). QRELS lines are
+  output, byte for byte ndeval's (jaxrank/trec/ndeval.py). QRELS lines are
   'topic subtopic docno judgment', RUN lines 'topic Q0 docno rank score runid'.
 
   options (before QRELS and RUN, as ndeval reads them):
@@ -434,10 +434,10 @@ def _c_number(option: str, text: str, whole: bool = False) -> float:
     text without one is refused (ndeval would keep the previous value)."""
     import re
 
-    from jaxrank.trec.diversity import _strtod
+    from jaxrank.trec.subtopics import strtod
 
     m = re.match(r"[ \t\n\v\f\r]*([+-]?\d+)", text) if whole else None
-    value = int(m.group(1)) if m else (None if whole else _strtod(text.lstrip(" \t\n\v\f\r").encode()))
+    value = int(m.group(1)) if m else (None if whole else strtod(text.lstrip(" \t\n\v\f\r").encode()))
     if value is None:
         raise _UsageError(f"{option} {text}: not a number; {_NDEVAL_USAGE}")
     return value
@@ -490,14 +490,14 @@ def _ndeval_args(words: Sequence[str]) -> _NdevalArgs:
 
 
 def _run_ndeval(args: _NdevalArgs) -> str:
-    from jaxrank.trec import diversity
+    from jaxrank.trec import ndeval, subtopics
 
-    qrels = diversity.read_subtopic_qrels(args.qrels, ndeval=True)
+    qrels = subtopics.read_subtopic_qrels(args.qrels, ndeval=True)
     runs = [args.run] if args.baseline is None else [args.run, args.baseline]
-    read = [diversity.read_ndeval_run(r, traditional=args.traditional, depth=args.depth) for r in runs]
-    table, *base_table = [diversity.evaluate_run(qrels, r, alpha=args.alpha, beta=args.beta) for r in read]
+    read = [subtopics.read_ndeval_run(r, traditional=args.traditional, depth=args.depth) for r in runs]
+    table, *base_table = [ndeval.evaluate_run(qrels, r, alpha=args.alpha, beta=args.beta) for r in read]
     base = base_table[0] if base_table else None
-    return diversity.ndeval_text(
+    return ndeval.ndeval_text(
         table,
         qrels_topics=len(qrels) if args.complete else None,
         baseline=base,

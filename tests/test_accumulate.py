@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import jaxrank
-from jaxrank.accumulate import accumulator, compute
+from jaxrank.measures.accumulate import accumulator, compute
 from tests.devices import run_with_host_devices
 
 pytestmark = pytest.mark.usefixtures("quick_compiles")  # many small programs (tests/conftest.py)
@@ -331,7 +331,7 @@ def test_accumulator_psum_over_8_devices_equals_one_shot():
         import jax, numpy as np
         jax.config.update("jax_enable_x64", True)
         from jax.sharding import Mesh, PartitionSpec as P
-        from jaxrank.accumulate import accumulator
+        from jaxrank.measures.accumulate import accumulator
         from tests.test_accumulate import random_lists
 
         s, y, w, j, jw = random_lists(8, shape=(64, 20), m=24)

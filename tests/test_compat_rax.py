@@ -580,11 +580,11 @@ def test_rax_approx_metrics_change_with_masked_items():
     ],
 )
 def test_pairwise_losses_in_many_row_blocks_match_rax(monkeypatch, loss, lambdaweight):
-    """The blocked path of the pairwise losses (jaxrank.losses._pair_totals) at 7 rows per
+    """The blocked path of the pairwise losses (jaxrank.losses.pairwise._pair_totals) at 7 rows per
     block over lists of 300 (43 blocks, the last padded), against rax, which holds every pair."""
     from jaxrank import losses
 
-    monkeypatch.setattr(losses, "_PAIRS_PER_LIST", 7 * 300)
+    monkeypatch.setattr(losses.pairwise, "PAIRS_PER_LIST", 7 * 300)
     data = _lists(17, shape=(3, 300), segments=True)
     ours, theirs = getattr(jr, loss), getattr(rax, loss)
     if lambdaweight is not None:

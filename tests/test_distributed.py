@@ -27,7 +27,7 @@ WORKER = textwrap.dedent(
     jax.distributed.initialize(coordinator_address=f"localhost:{port}", num_processes=2, process_id=pid)
     from jax.experimental import multihost_utils
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
-    from jaxrank.accumulate import accumulator
+    from jaxrank.measures.accumulate import accumulator
     from jaxrank.retrieval import join, search
     from tests.test_accumulate import trec_arrays, trec_dicts
     from tests.test_distributed import MEASURES, DENSE_MEASURES, dense_case

@@ -1,4 +1,4 @@
-"""ranx's trained fusion: jaxrank.fuse's trained methods, jaxrank.fusion_trained.train and
+"""ranx's trained fusion: jaxrank.fuse's trained methods, jaxrank.fusion.train and
 jaxrank.optimize_fusion against ranx (fused runs, trained params, chosen params, reports)."""
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from ranx.fusion import probfuse_train
 from ranx.normalization import norm_switch
 
 import jaxrank
-from jaxrank.fusion import TRAINED, fuse_scores
-from jaxrank.fusion_trained import train
+from jaxrank.fusion import TRAINED, fuse_scores, train
 
 R = 3
 NORMS = ["min-max", "min-max-inverted", None, "zmuv", "rank"]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import jaxrank
-from jaxrank.grouping import group_by_query
+from jaxrank.lists._grouping import group_by_query
 
 
 def brute(preds, target, indexes, ignore_index=None):

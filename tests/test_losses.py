@@ -357,7 +357,7 @@ def _every_pair_at_once(loss, lambdaweight):
 @pytest.mark.parametrize("name", list(PAIR_LOSSES))
 def test_pairwise_losses_in_row_blocks_equal_every_pair_at_once(monkeypatch, name, weight):
     # 7 rows per block over lists of 40: 6 blocks, the last padded
-    monkeypatch.setattr(losses, "_PAIRS_PER_LIST", 7 * 40)
+    monkeypatch.setattr(losses.pairwise, "PAIRS_PER_LIST", 7 * 40)
     rng = np.random.default_rng(len(name) + len(weight))
     shape = (2, 3, 40)
     s = jnp.asarray(rng.normal(size=shape) * 2)
@@ -370,7 +370,7 @@ def test_pairwise_losses_in_row_blocks_equal_every_pair_at_once(monkeypatch, nam
     lambdaweight = PAIR_WEIGHTS[weight]
     blocked = functools.partial(PAIR_LOSSES[name], lambdaweight=lambdaweight)
     at_once = _every_pair_at_once(PAIR_LOSSES[name], lambdaweight)
-    assert losses._row_blocks(6, 40) == 7
+    assert losses.pairwise._row_blocks(6, 40) == 7
     key_sets = ((), ("where",), ("where", "segments"), ("weights",), ("where", "segments", "weights"))
 
     @jax.jit  # one program for every keyword set and both ways: eagerly, each operation compiles alone

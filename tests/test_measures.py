@@ -19,7 +19,7 @@ import pytest
 import pytrec_eval
 
 import jaxrank
-from jaxrank.trec.measures import MeasureError, parse_measures
+from jaxrank.measures.parse import MeasureError, parse_measures
 
 
 def random_data(seed, n_queries=20, ties=True, numeric_qids=False):
@@ -62,7 +62,7 @@ SUMMARY_ONLY = {"num_q", "gm_map", "gm_bpref"}
 )
 def test_agrees_with_pytrec_eval(seed, level, judged_only, cells_per_call, monkeypatch):
     if cells_per_call is not None:  # evaluate in slices of 8 queries (one compiled call each)
-        monkeypatch.setattr(importlib.import_module("jaxrank.trec.engine"), "_CELLS_PER_CALL", cells_per_call)
+        monkeypatch.setattr(importlib.import_module("jaxrank.measures.engine"), "_CELLS_PER_CALL", cells_per_call)
     qrels, run = random_data(seed)
     evaluator = pytrec_eval.RelevanceEvaluator(
         qrels, set(PYTREC_MEASURES), relevance_level=level, judged_docs_only_flag=judged_only
@@ -296,8 +296,8 @@ def test_judgments_are_put_in_ideal_order_once_per_gain_map():
     # a gain map has its own. On CPU every exact ranking is one host callback.
     import jax
 
-    from jaxrank.trec.engine import _stage_sort
-    from jaxrank.trec.measures import Plan
+    from jaxrank.measures.engine import _stage_sort
+    from jaxrank.measures.parse import Plan
 
     def sorts(names):
         plan = Plan(parse_measures(names))

@@ -15,7 +15,8 @@ import pytest
 
 from jaxrank.cli import main
 from jaxrank.trec import TrecFormatError
-from jaxrank.trec.diversity import COLUMNS, evaluate_run, read_ndeval_run, read_subtopic_qrels
+from jaxrank.trec.ndeval import COLUMNS, evaluate_run
+from jaxrank.trec.subtopics import read_ndeval_run, read_subtopic_qrels
 from tests import oracles
 
 BASELINE = "BASELINE"  # replaced by the baseline run's path

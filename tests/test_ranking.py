@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import jaxrank
-from jaxrank.ranking import _backend
+from jaxrank.ranking import backend as _backend
 from tests.brute import CUTOFF_METRICS, over_tie_orders, reference
 
 # XLA optimisations stay on here: the ranking primitive is tested as users compile it.
@@ -243,7 +243,7 @@ def test_expected_cascade_branches_agree():
 
 
 def test_inverse_permutation_gives_each_items_position_for_any_batch_shape():
-    from jaxrank.ranking._backend import inverse_permutation
+    from jaxrank.ranking.backend import inverse_permutation
 
     rng = np.random.default_rng(3)
     order = np.stack([rng.permutation(7) for _ in range(6)]).reshape(2, 3, 7)
@@ -268,7 +268,7 @@ def test_float64_scores_that_differ_only_in_their_last_bits_rank_exactly():
 def test_cumsum_and_row_sum_equal_numpys_for_any_list_length(n):
     # On CPU both are matmuls over blocks: lengths with and without a block size that divides
     # them, and with a tail summed apart (97 and 1009 have no divisor in (32, 64]).
-    from jaxrank.ranking._backend import cumsum, row_sum
+    from jaxrank.ranking.backend import cumsum, row_sum
 
     x = np.random.default_rng(n).standard_normal((3, n))
     np.testing.assert_allclose(np.asarray(cumsum(jnp.asarray(x))), np.cumsum(x, axis=-1), rtol=1e-12, atol=1e-12)
@@ -364,7 +364,7 @@ def test_given_exact_ranks_with_the_cutoff_as_weights_are_the_hard_metric(name, 
     hard() on padded lists with ties, under jit."""
     scores, labels, where = _tied_batch(seed=7)
     exact = jaxrank.hard()(jnp.asarray(scores), jnp.asarray(where))
-    ranks = jnp.asarray(jaxrank.metrics._common.item_values(exact, lambda p: p, jnp.ones(scores.shape)))
+    ranks = jnp.asarray(jaxrank.metrics.common.item_values(exact, lambda p: p, jnp.ones(scores.shape)))
     present = jnp.ones(scores.shape) if k is None else (ranks <= k).astype(jnp.float32)
     ranker = jaxrank.ranking.given(jnp.where(jnp.asarray(where), ranks, 1e6), present)
     want = _call(name, scores, labels, where, jaxrank.hard(), k)
@@ -408,7 +408,7 @@ def test_top_k_on_unmasked_scores_equals_the_keyed_top_k_with_zeros_nans_and_inf
 def test_given_exact_positions_are_read_off_not_sorted_under_jit_and_vmap():
     """exact=True takes the order from the permutation itself: the same metrics as the
     sorted path, on padded lists with ties."""
-    from jaxrank import _lists
+    from jaxrank.losses import lists as _lists
 
     scores, labels, where = _tied_batch(seed=5)
     s, w = jnp.asarray(scores), jnp.asarray(where)

@@ -10,8 +10,7 @@ import pytest
 from devices import run_with_host_devices
 
 import jaxrank
-from jaxrank import retrieval
-from jaxrank.retrieval import join, search
+from jaxrank.retrieval import _search, join, search
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,7 +51,7 @@ def test_search_equals_brute_force_with_ties(k, block_size):
 def screens(num_queries, num_docs, k, block):
     """Whether search screens some blocks by group maxima (the path the tests below are about)."""
     first = max(block, min(k, num_docs))
-    plan = retrieval._epochs(first, (num_docs - first) // block, block, min(k, num_docs))
+    plan = _search._epochs(first, (num_docs - first) // block, block, min(k, num_docs))
     return any(cap is not None for _, _, cap in plan)
 
 
@@ -98,11 +97,11 @@ def test_screened_search_with_many_ties_and_half_precision(dtype):
 def test_screened_search_when_every_block_overflows(monkeypatch, request):
     # A capacity of one group: every screened block takes the whole-block merge, after
     # some pool slots were written (they must not be merged twice).
-    monkeypatch.setattr(retrieval, "_screen_capacity", lambda k, block, seen: 1)
-    monkeypatch.setattr(retrieval, "_GROUP", 8)
+    monkeypatch.setattr(_search, "_screen_capacity", lambda k, block, seen: 1)
+    monkeypatch.setattr(_search, "_GROUP", 8)
     # The compiled search is cached by its static arguments: trace it afresh, here and after.
-    retrieval._search_jit.clear_cache()
-    request.addfinalizer(retrieval._search_jit.clear_cache)
+    _search._search_jit.clear_cache()
+    request.addfinalizer(_search._search_jit.clear_cache)
     rng = np.random.default_rng(7)
     queries = rng.standard_normal((5, 8)).astype(np.float32)
     corpus = rng.standard_normal((3000, 8)).astype(np.float32)
@@ -116,9 +115,9 @@ def test_screened_search_when_every_block_overflows(monkeypatch, request):
 def test_search_tiles_queries():
     # More queries than one tile: the last tile is padded with zero rows, dropped after.
     rng = np.random.default_rng(8)
-    tile = retrieval._QUERY_TILE[retrieval._platform(jnp.zeros(1))]
+    tile = _search._QUERY_TILE[_search._platform(jnp.zeros(1))]
     queries, corpus = tied_embeddings(rng, 2 * tile + 3), tied_embeddings(rng, 300)
-    assert retrieval._tile_rows(queries.shape[0], tile) < queries.shape[0]
+    assert _search._tile_rows(queries.shape[0], tile) < queries.shape[0]
     scores, ids = search(queries, corpus, 5, block_size=64)
     want_scores, want_ids = brute_force(queries, corpus, 5)
     np.testing.assert_array_equal(ids, want_ids)
@@ -308,8 +307,8 @@ def test_search_temporaries_do_not_grow_with_the_corpus(k):
     # 1M to 3M documents (with a pool per epoch they grew from 353 to 499 MB at k = 1000).
     def temp_bytes(n):
         q, c = jax.ShapeDtypeStruct((1000, 128), jnp.float32), jax.ShapeDtypeStruct((n, 128), jnp.float32)
-        block = retrieval._default_block(1000, k)
-        compiled = retrieval._search_jit.lower(q, c, k, block, 512, None, None).compile()
+        block = _search._default_block(1000, k)
+        compiled = _search._search_jit.lower(q, c, k, block, 512, None, None).compile()
         return compiled.memory_analysis().temp_size_in_bytes
 
     small, large = temp_bytes(1_000_000), temp_bytes(3_000_000)

@@ -283,7 +283,7 @@ def test_run_read_in_many_parts_matches_trec_eval(widest_case_compiled, trec_eva
 # (mostly round counts: with R = 40, bpref is (40 r - A) / 1600, a tie whenever A = 2 mod 4),
 # a few pooled-but-unjudged, and runs of 1000 documents with scores on a grid (ties broken by
 # docno). trec_eval prints such a value by the last bit of its double, so each value must be
-# formed as trec_eval forms it (jaxrank.trec._exact).
+# formed as trec_eval forms it (jaxrank.measures._exact).
 HALFWAY_RELEVANT = (8, 16, 25, 32, 40, 40, 40, 50, 64, 75, 80, 80, 80)
 HALFWAY_FLAGS = (["-q"], ["-q", "-c"], ["-q", "-l2"], ["-q", "-c", "-M100"], ["-q", "-J"], ["-c"])
 HALFWAY_SEEDS = (2, 4)  # before the fix, jaxrank printed 2 and 3 lines of -q differently
@@ -331,7 +331,7 @@ def test_values_on_rounding_ties_print_as_trec_eval_prints_them(trec_eval_binary
 
 
 def test_exact_operations_give_the_bits_of_c_arithmetic():
-    """``jaxrank.trec._exact`` under ``jit``, against numpy (IEEE, one operation at a time):
+    """``jaxrank.measures._exact`` under ``jit``, against numpy (IEEE, one operation at a time):
     the rewrites it guards against (reciprocal multiplication, FMA, tree sums) change these
     values when left to XLA."""
     import math
@@ -339,7 +339,8 @@ def test_exact_operations_give_the_bits_of_c_arithmetic():
     import jax
     import jax.numpy as jnp
 
-    from jaxrank.trec import _exact
+    from jaxrank.measures import _exact
+    from jaxrank.ranking import backend
 
     rng = np.random.default_rng(0)
     a = rng.integers(0, 100, (16, 200)).astype(np.float64)
@@ -347,9 +348,9 @@ def test_exact_operations_give_the_bits_of_c_arithmetic():
     x, y, z = rng.random((3, 16, 200)) - 0.5
     pos = np.arange(1, 201, dtype=np.float64)
     checks = {
-        "divide by a broadcast": (jax.jit(lambda a, b: _exact.divide(a, b))(a, b), a / b),
-        "divide by a constant": (jax.jit(lambda a: _exact.divide(a, 11.0))(a), a / 11.0),
-        "divide by positions": (jax.jit(lambda a: _exact.divide(a, jnp.arange(1, 201, dtype=a.dtype)))(a), a / pos),
+        "divide by a broadcast": (jax.jit(lambda a, b: backend.divide(a, b))(a, b), a / b),
+        "divide by a constant": (jax.jit(lambda a: backend.divide(a, 11.0))(a), a / 11.0),
+        "divide by positions": (jax.jit(lambda a: backend.divide(a, jnp.arange(1, 201, dtype=a.dtype)))(a), a / pos),
         "rounded product": (jax.jit(lambda x, y, z: z - _exact.rounded(x * y))(x, y, z), z - x * y),
         "running sum": (jax.jit(_exact.running_sum)(x), np.cumsum(x, axis=-1)),  # numpy's is sequential
         "total": (jax.jit(_exact.total)(x), np.cumsum(x, axis=-1)[:, -1]),

@@ -15,7 +15,6 @@ import pytest
 from jaxrank.trec import (
     Batch,
     TrecFormatError,
-    _join,
     _parse,
     demo_paths,
     files,
@@ -23,6 +22,9 @@ from jaxrank.trec import (
     read_run,
     to_batch,
     write_run,
+)
+from jaxrank.trec import (
+    join as _join,
 )
 
 TREC_EVAL = Path(__file__).resolve().parent / "data" / "trec_eval"
@@ -795,7 +797,7 @@ def test_evaluating_parts_while_reading_equals_evaluating_after(tmp_path, monkey
     """``jaxrank eval`` evaluates whole slices of queries while the next part of the run is read
     (evaluate._Stream); the values and their order are those of the evaluation after reading."""
     from jaxrank import cli
-    from jaxrank.trec import engine
+    from jaxrank.measures import engine
 
     evaluate = importlib.import_module("jaxrank.trec.evaluate")  # the module, not the function
 
@@ -822,7 +824,7 @@ def test_evaluating_parts_while_reading_equals_evaluating_after(tmp_path, monkey
 
 def test_an_error_in_a_later_part_stops_the_stream_and_is_raised(tmp_path, monkeypatch):
     from jaxrank import cli
-    from jaxrank.trec import engine
+    from jaxrank.measures import engine
 
     evaluate = importlib.import_module("jaxrank.trec.evaluate")  # the module, not the function
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from jaxrank import _checks
 from jaxrank.compat._common import as_array
-from jaxrank.grouping import group_by_query
+from jaxrank.lists import group_by_query
 
 Array = jax.Array
 Aggregation = Union[Literal["mean", "median", "min", "max"], Callable]

@@ -10,7 +10,7 @@ metric class that a ``clu.metrics.Collection`` holds like any other::
 
     metrics = EvalMetrics.single_from_model_output(scores=s, labels=y, where=w, mask=m)
 
-The state is :class:`jaxrank.accumulate.State` (sums, O(1) in the number of queries), so
+The state is :class:`jaxrank.measures.accumulate.State` (sums, O(1) in the number of queries), so
 ``merge`` adds, ``Collection.gather_from_model_output`` (``all_gather`` then ``reduce``)
 merges across devices, and the values are those of :func:`jaxrank.accumulator`. Unlike
 google/metrax's ranking metrics, padding is masked (``where`` per item, ``mask`` per
@@ -26,7 +26,7 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
-from jaxrank.accumulate import State, accumulator
+from jaxrank.measures.accumulate import State, accumulator
 
 __all__ = ["metric"]
 

@@ -34,9 +34,11 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 
-from jaxrank import _lists, lambdaweights, losses
+from jaxrank import losses
 from jaxrank import metrics as jaxrank_metrics
-from jaxrank.losses import _hinge, _logistic, _mse, _qr, _soft_zero_one
+from jaxrank.losses import lambdaweights
+from jaxrank.losses import lists as _lists
+from jaxrank.losses.pairwise import hinge, logistic, mse, qr, soft_zero_one
 from jaxrank.ranking import given, pairwise_ranks
 
 __all__ = [
@@ -345,17 +347,17 @@ def _pairwise_signature(pair_loss, doc: str):
     return loss
 
 
-pairwise_hinge_loss = _pairwise_signature(_hinge, "rax's pairwise hinge loss (:func:`jaxrank.losses.pairwise_hinge`).")
+pairwise_hinge_loss = _pairwise_signature(hinge, "rax's pairwise hinge loss (:func:`jaxrank.losses.pairwise_hinge`).")
 pairwise_hinge_loss.__name__ = pairwise_hinge_loss.__qualname__ = "pairwise_hinge_loss"
 pairwise_logistic_loss = _pairwise_signature(
-    _logistic, "rax's pairwise logistic loss (:func:`jaxrank.losses.pairwise_logistic`)."
+    logistic, "rax's pairwise logistic loss (:func:`jaxrank.losses.pairwise_logistic`)."
 )
 pairwise_logistic_loss.__name__ = pairwise_logistic_loss.__qualname__ = "pairwise_logistic_loss"
 pairwise_soft_zero_one_loss = _pairwise_signature(
-    _soft_zero_one, "rax's pairwise soft zero-one loss (:func:`jaxrank.losses.pairwise_soft_zero_one`)."
+    soft_zero_one, "rax's pairwise soft zero-one loss (:func:`jaxrank.losses.pairwise_soft_zero_one`)."
 )
 pairwise_soft_zero_one_loss.__name__ = pairwise_soft_zero_one_loss.__qualname__ = "pairwise_soft_zero_one_loss"
-pairwise_mse_loss = _pairwise_signature(_mse, "rax's pairwise squared error (:func:`jaxrank.losses.pairwise_mse`).")
+pairwise_mse_loss = _pairwise_signature(mse, "rax's pairwise squared error (:func:`jaxrank.losses.pairwise_mse`).")
 pairwise_mse_loss.__name__ = pairwise_mse_loss.__qualname__ = "pairwise_mse_loss"
 
 
@@ -374,7 +376,7 @@ def pairwise_qr_loss(
     """rax's pairwise quantile-regression loss (:func:`jaxrank.losses.pairwise_qr`)."""
     if not (tau > 0.0 and tau <= 1.0):
         raise ValueError(f"tau should be in the range of (0.0, 1.0], but {tau} is given.")
-    return _pairwise_loss(scores, labels, _qr(tau, squared), where, segments, weights, lambdaweight_fn, reduce_fn)
+    return _pairwise_loss(scores, labels, qr(tau, squared), where, segments, weights, lambdaweight_fn, reduce_fn)
 
 
 def _pointwise_loss(scores, labels, fn, where, weights, reduce_fn) -> Array:

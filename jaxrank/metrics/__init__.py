@@ -26,9 +26,7 @@ Conventions shared by every metric (see ``docs/conventions.rst``):
   to share one ranking pass between several metrics.
 """
 
-from jaxrank.metrics._common import log2_discount as log2_discount  # a helper
-from jaxrank.metrics._segments import SegmentSlots as SegmentSlots  # a helper
-from jaxrank.metrics._segments import segment_slots as segment_slots  # a helper
+from jaxrank.metrics.common import log2_discount as log2_discount  # a helper
 from jaxrank.metrics.correlation import kendall_tau, ordered_pair_accuracy, spearman
 from jaxrank.metrics.counts import num_rel, num_rel_ret, num_ret
 from jaxrank.metrics.curves import precision_recall_curve, recall_at_fixed_precision, roc_auc
@@ -58,6 +56,8 @@ from jaxrank.metrics.ir import (
     reciprocal_rank,
     success,
 )
+from jaxrank.metrics.segments import SegmentSlots as SegmentSlots  # a helper
+from jaxrank.metrics.segments import segment_slots as segment_slots  # a helper
 from jaxrank.metrics.sets import graded_average_precision, pr_auc, set_precision, set_recall
 
 # The metrics (helpers, imported "as" themselves above, are not): jaxrank exports this list.

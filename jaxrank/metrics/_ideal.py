@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxrank.ranking._backend import row_sum, vary_like
+from jaxrank.ranking.backend import row_sum, vary_like
 from jaxrank.ranking.ranks import float_dtype
 
 #: Counting is used up to this many positive grades (one pass over the labels each).

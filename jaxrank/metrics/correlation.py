@@ -6,10 +6,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxrank.metrics import _common as _c
-from jaxrank.metrics._common import Array
-from jaxrank.metrics._segments import segmented
-from jaxrank.ranking._backend import row_sum
+from jaxrank.metrics import common as _c
+from jaxrank.metrics.common import Array
+from jaxrank.metrics.segments import segmented
+from jaxrank.ranking.backend import row_sum
 
 
 def _identity(pos: Array) -> Array:

@@ -3,9 +3,9 @@ num_ret, num_rel, num_rel_ret)."""
 
 from __future__ import annotations
 
-from jaxrank.metrics import _common as _c
-from jaxrank.metrics._common import Array, Cutoff
-from jaxrank.metrics._segments import segmented
+from jaxrank.metrics import common as _c
+from jaxrank.metrics.common import Array, Cutoff
+from jaxrank.metrics.segments import segmented
 
 _DEFAULT_RANKER = _c.DEFAULT_RANKER
 

@@ -8,11 +8,11 @@ from typing import Optional
 import jax.numpy as jnp
 
 from jaxrank import _checks
-from jaxrank.metrics import _common as _c
-from jaxrank.metrics._common import Array
-from jaxrank.metrics._segments import segmented
+from jaxrank.metrics import common as _c
+from jaxrank.metrics.common import Array
+from jaxrank.metrics.segments import segmented
 from jaxrank.ranking import HardRanker, HardRanks, hard
-from jaxrank.ranking._backend import cumsum, row_sum
+from jaxrank.ranking.backend import cumsum, row_sum
 
 
 def _curve(r, g: Array, depth: int) -> Array:

@@ -51,11 +51,11 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxrank import _checks
-from jaxrank.metrics import _common as _c
-from jaxrank.metrics._common import Array, Cutoff
-from jaxrank.metrics._segments import segmented
+from jaxrank.metrics import common as _c
+from jaxrank.metrics.common import Array, Cutoff
+from jaxrank.metrics.segments import segmented
 from jaxrank.ranking import Ranks, hard
-from jaxrank.ranking._backend import vary_like
+from jaxrank.ranking.backend import vary_like
 
 _DEFAULT_RANKER = _c.DEFAULT_RANKER
 

@@ -9,13 +9,13 @@ from typing import Optional, Union
 import jax.numpy as jnp
 
 from jaxrank import _checks
-from jaxrank.metrics import _common as _c
-from jaxrank.metrics._common import Array, Cutoff, Discount, Gain
+from jaxrank.metrics import common as _c
 from jaxrank.metrics._ideal import ideal_dcg
-from jaxrank.metrics._segments import segmented
+from jaxrank.metrics.common import Array, Cutoff, Discount, Gain
 from jaxrank.metrics.curves import threshold_precision_sum
+from jaxrank.metrics.segments import segmented
 from jaxrank.ranking import HardRanks, hard
-from jaxrank.ranking._backend import row_sum
+from jaxrank.ranking.backend import row_sum
 
 _DEFAULT_RANKER = _c.DEFAULT_RANKER
 

@@ -18,11 +18,11 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from jaxrank import _checks
-from jaxrank.metrics import _common as _c
-from jaxrank.metrics._common import Array, Gain
-from jaxrank.metrics._segments import segmented
+from jaxrank.metrics import common as _c
+from jaxrank.metrics.common import Array, Gain
+from jaxrank.metrics.segments import segmented
 from jaxrank.ranking import hard
-from jaxrank.ranking._backend import cumsum, row_sum
+from jaxrank.ranking.backend import cumsum, row_sum
 
 
 def _hits(retrieved, relevant):

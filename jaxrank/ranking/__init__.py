@@ -10,7 +10,7 @@
   :func:`softsort`), :mod:`~jaxrank.ranking.sampling` (:func:`gumbel`).
 * :mod:`jaxrank.ranking.given`: :func:`given`, ranks computed elsewhere (rax's ``rank_fn``),
   as a ranker.
-* :mod:`jaxrank.ranking._backend`: the only module that knows platforms (host
+* :mod:`jaxrank.ranking.backend`: the only module that knows platforms (host
   sort, top-k, cumulative and row sums), with the rule that picks each path.
 """
 

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxrank.ranking._backend import computed_once, cumsum, row_sum, segment_bounds, vary_like
+from jaxrank.ranking.backend import computed_once, cumsum, row_sum, segment_bounds, take, vary_like
 
 
 def exclusive(x: jax.Array) -> jax.Array:
@@ -32,10 +32,6 @@ def reduce_positions(h: jax.Array, weights: jax.Array) -> jax.Array:
     if weights.ndim == 2:
         return jnp.matmul(h, weights.astype(h.dtype), precision=lax.Precision.HIGHEST)
     return jnp.sum(h[..., :, None] * weights, axis=-2)
-
-
-def take(x: jax.Array, idx: jax.Array) -> jax.Array:
-    return jnp.take_along_axis(x, idx, axis=-1)
 
 
 def survive(ps: jax.Array) -> jax.Array:

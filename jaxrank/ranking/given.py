@@ -15,7 +15,7 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 
-from jaxrank.ranking._backend import inverse_permutation
+from jaxrank.ranking.backend import inverse_permutation
 from jaxrank.ranking.hard import HardRanks, hard, in_given_order
 from jaxrank.ranking.ranks import PositionFn, Ranks, float_dtype
 

@@ -10,16 +10,17 @@ import jax
 import jax.extend.core
 import jax.numpy as jnp
 
-from jaxrank.ranking._backend import (
+from jaxrank.ranking._ties import TieGroups, exclusive, reduce_positions, survive
+from jaxrank.ranking.backend import (
     TOP_K_MAX_DEPTH,
     argsort_descending,
     cumsum,
     row_sum,
     sort_key,
+    take,
     top_k_order,
     top_k_order_of_scores,
 )
-from jaxrank.ranking._ties import TieGroups, exclusive, reduce_positions, survive, take
 from jaxrank.ranking.ranks import TIE_POLICIES, PositionFn, Ranks, Ties, float_dtype
 
 

@@ -21,10 +21,10 @@ from jaxrank.ranking.ranks import PositionFn, Ranks
 from jaxrank.ranking.smooth import _check_units, _inputs, _optional_positive, _positive, soft_cutoff
 
 # The pairwise kernel of ``approx`` works on blocks of rows: at most this many
-# pair terms per block for the whole batch, and at most _PAIRS_PER_LIST per
+# pair terms per block for the whole batch, and at most PAIRS_PER_LIST per
 # list (so that a ``vmap`` by the caller, invisible here, stays bounded too).
-_PAIRS_PER_BLOCK = 1 << 22
-_PAIRS_PER_LIST = 1 << 17
+PAIRS_PER_BLOCK = 1 << 22
+PAIRS_PER_LIST = 1 << 17
 
 
 class PointRanks(Ranks):
@@ -178,7 +178,7 @@ def _pairwise_rows(
     batch = s.shape[0]
     if batch == 0 or n == 0:
         return jnp.zeros(shape, s.dtype)
-    block = max(1, min(n, _PAIRS_PER_BLOCK // (batch * n), _PAIRS_PER_LIST // n))
+    block = max(1, min(n, PAIRS_PER_BLOCK // (batch * n), PAIRS_PER_LIST // n))
     nblocks = -(-n // block)
 
     def in_blocks(a):

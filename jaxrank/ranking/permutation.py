@@ -12,15 +12,15 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxrank import _checks
-from jaxrank.ranking._backend import argsort_descending, cumsum, sort_key
 from jaxrank.ranking._ties import reduce_positions
+from jaxrank.ranking.backend import argsort_descending, cumsum, sort_key
 from jaxrank.ranking.ranks import PositionFn, Ranks
 from jaxrank.ranking.smooth import (
     _check_units,
     _exclusive_cumprod,
     _inputs,
-    _masked_logsumexp,
     _positive,
+    masked_logsumexp,
 )
 
 
@@ -91,10 +91,10 @@ def _permutation_from_logits(logits: jax.Array, valid: jax.Array, sinkhorn: int)
     rows = jnp.arange(n) < m  # [..., n] valid positions
     mask = rows[..., :, None] & valid[..., None, :]
     x = jnp.where(mask, logits, 0)
-    x = x - _masked_logsumexp(x, mask, axis=-1)
+    x = x - masked_logsumexp(x, mask, axis=-1)
     for _ in range(sinkhorn):
-        x = x - _masked_logsumexp(x, mask, axis=-2)
-        x = x - _masked_logsumexp(x, mask, axis=-1)
+        x = x - masked_logsumexp(x, mask, axis=-2)
+        x = x - masked_logsumexp(x, mask, axis=-1)
     return jnp.where(mask, jnp.exp(jnp.where(mask, x, 0)), 0)
 
 

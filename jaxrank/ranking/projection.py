@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxrank.ranking._backend import argsort_descending, inverse_permutation, sort_key, vary_like
+from jaxrank.ranking.backend import argsort_descending, inverse_permutation, sort_key, vary_like
 from jaxrank.ranking.pairwise import PointRanks
 from jaxrank.ranking.smooth import _check_units, _inputs, _optional_positive, _positive
 

@@ -185,7 +185,7 @@ def _exclusive_cumprod(x: jax.Array) -> jax.Array:
     return jnp.cumprod(jnp.concatenate([ones, x[..., :-1]], axis=-1), axis=-1)
 
 
-def _masked_logsumexp(x: jax.Array, mask: jax.Array, axis: int) -> jax.Array:
+def masked_logsumexp(x: jax.Array, mask: jax.Array, axis: int) -> jax.Array:
     """logsumexp over the masked entries; 0 where none is; finite gradients."""
     x = jnp.where(mask, x, 0)
     top = jnp.max(jnp.where(mask, x, -jnp.inf), axis=axis, keepdims=True)

@@ -1,22 +1,24 @@
-"""The TREC layer: trec_eval-compatible evaluation of qrels and runs.
+"""The TREC layer: trec_eval's and ndeval's files, modes and output over the measure engine.
 
 Modules, bottom up: :mod:`~jaxrank.trec.files` (qrels and run files <-> arrays; the byte
-parser in ``_parse.py``, ordering and matching in ``_join.py``),
-:mod:`~jaxrank.trec.measures` (measure strings -> descriptions),
-:mod:`~jaxrank.trec.kernels` (one computation per measure family, over the shared ranking;
-those outside the ``Ranks`` operations in ``_ranked_list.py``),
-:mod:`~jaxrank.trec.engine` (the jitted stages, compilation, batch shapes) and
-:mod:`~jaxrank.trec.evaluate` (:func:`evaluate` and :class:`Report`). The command line
-(``jaxrank eval``) is :mod:`jaxrank.cli`. Diversity (subtopic qrels, ndeval's measures and
-output): :mod:`~jaxrank.trec.diversity`.
+parser in ``_parse.py``, trec_eval's order and matching in ``join.py``),
+``_report.py`` (:class:`Report`, trec_eval's summary, ``-Z``'s conversion),
+:mod:`~jaxrank.trec.evaluate` (:func:`evaluate`, :func:`report`: each mode's reader and
+the engine of :mod:`jaxrank.measures`), trec_eval's other modes
+(:mod:`~jaxrank.trec.zscores` ``-Z``, :mod:`~jaxrank.trec.judgment_groups` ``-R qrels_jg``,
+:mod:`~jaxrank.trec.preferences` ``-R prefs``), and diversity: subtopic qrels and ndeval
+runs (:mod:`~jaxrank.trec.subtopics`), ir_measures' diversity names
+(:mod:`~jaxrank.trec.diversity`) and ndeval's table and text
+(:mod:`~jaxrank.trec.ndeval`). The command line (``jaxrank eval``) is :mod:`jaxrank.cli`.
 
 >>> from jaxrank import trec
 >>> round(trec.evaluate(*trec.demo_paths(), "map")["map"], 4) > 0
 True
 """
 
-from jaxrank.trec.diversity import read_subtopic_qrels
-from jaxrank.trec.evaluate import Report, evaluate, report
+from jaxrank.measures import MeasureError, measure_names, parse_measures
+from jaxrank.trec._report import Report
+from jaxrank.trec.evaluate import evaluate, report
 from jaxrank.trec.files import (
     Batch,
     Qrels,
@@ -28,7 +30,7 @@ from jaxrank.trec.files import (
     to_batch,
     write_run,
 )
-from jaxrank.trec.measures import MeasureError, measure_names, parse_measures
+from jaxrank.trec.subtopics import read_subtopic_qrels
 
 __all__ = [
     "Batch",

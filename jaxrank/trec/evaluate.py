@@ -1,7 +1,7 @@
 """``jaxrank.evaluate``: qrels + run + measure strings -> values, as trec_eval computes them.
 
 The pipeline: read the inputs (:mod:`jaxrank.trec.files`), pad them into one batch, compute every
-requested measure in one jitted call (:mod:`jaxrank.trec.engine`: one ranking, shared by
+requested measure in one jitted call (:mod:`jaxrank.measures.engine`: one ranking, shared by
 all measures), aggregate over queries as trec_eval does, and return plain Python values.
 :class:`Report` also renders trec_eval's text output byte for byte (used by ``jaxrank eval``).
 
@@ -12,11 +12,7 @@ match trec_eval's doubles.
 from __future__ import annotations
 
 import concurrent.futures
-import csv
 import dataclasses
-import io
-import json
-import math
 import os
 from collections.abc import Callable, Iterable
 from typing import Any, Optional, Union
@@ -24,184 +20,19 @@ from typing import Any, Optional, Union
 import jax
 import numpy as np
 
+from jaxrank.measures import engine
+from jaxrank.measures.engine import relstring_text
+from jaxrank.measures.names import DIVERSITY
+from jaxrank.measures.parse import Column, Plan, parse_measures
 from jaxrank.trec import files as trec
-from jaxrank.trec._join import _ranges
-from jaxrank.trec._names import DIVERSITY
-from jaxrank.trec.engine import _bucket, _executable, _reuse, _rows_per_call, relstring_text
-from jaxrank.trec.measures import MIN_GEO_MEAN, Column, Plan, parse_measures
-from jaxrank.trec.zscores import ZScores, read_zscores
-from jaxrank.trec.zscores import summary as _z_summary
+from jaxrank.trec._report import Report, zscored
+from jaxrank.trec._report import summary as _summary
+from jaxrank.trec.join import ranges
+from jaxrank.trec.zscores import read_zscores
 
 __all__ = ["Report", "evaluate", "report"]
 
 Measures = Union[str, Iterable[str], None]
-
-
-@dataclasses.dataclass
-class Report:
-    """Evaluated measures: per-query values and trec_eval's summary.
-
-    Attributes:
-        qids: the evaluated queries, in trec_eval's order.
-        columns: one :class:`~jaxrank.trec.measures.Column` per printed measure name, in order.
-        values: column name -> per-query values (``[Q]`` float64 array, or a list of str).
-        summary: column name -> summary value (float, int or str), for summary columns.
-        unjudged: the run's queries absent from the qrels, in run order: skipped, as
-            trec_eval skips them (with ``-c`` too); ``jaxrank eval`` reports how many.
-        zscore: the values are z-scores (trec_eval ``-Z``): printed ``Z%-22s``, all
-            ``%6.4f`` (:mod:`jaxrank.trec.zscores`).
-    """
-
-    qids: list[str]
-    columns: list[Column]
-    values: dict[str, Any]
-    summary: dict[str, Any]
-    unjudged: tuple[str, ...] = ()
-    zscore: bool = False
-
-    # -- Python values ----------------------------------------------------------------------
-    def _value(self, column: Column, i: int):
-        v = self.values[column.name][i]
-        if column.kind == "int":
-            return int(v)
-        if column.kind == "str":
-            return v
-        return float(v)
-
-    def query_values(self) -> dict[str, dict[str, Any]]:
-        """``{qid: {measure: value}}`` for the per-query columns."""
-        cols = [c for c in self.columns if c.per_query]
-        table = {}
-        for c in cols:
-            v = self.values[c.name]
-            if c.kind == "str":
-                table[c.name] = list(v)
-            else:
-                table[c.name] = np.asarray(v).astype(np.int64 if c.kind == "int" else np.float64).tolist()
-        return {q: {c.name: table[c.name][i] for c in cols} for i, q in enumerate(self.qids)}
-
-    def to_dict(self, per_query: bool = False) -> dict:
-        """``{measure: value}``, or ``{"all": {...}, "per_query": {qid: {...}}}``."""
-        if not per_query:
-            return dict(self.summary)
-        return {"all": dict(self.summary), "per_query": self.query_values()}
-
-    def to_frame(self, per_query: bool = False):
-        """A pandas DataFrame: one row per query (with ``per_query``) and a row ``all``;
-        one column per measure."""
-        try:
-            import pandas as pd
-        except ImportError as e:  # pragma: no cover - pandas is optional
-            raise ImportError("as_frame=True needs pandas: pip install pandas") from e
-        rows = {}
-        if per_query:
-            rows.update(self.query_values())
-        rows["all"] = dict(self.summary)
-        names = [c.name for c in self.columns]
-        frame = pd.DataFrame.from_dict(rows, orient="index")
-        frame = frame.reindex(columns=[n for n in names if n in frame.columns])
-        frame.index.name = "qid"
-        return frame
-
-    # -- text -----------------------------------------------------------------------------
-    def _strings(self, column: Column) -> list[str]:
-        v = self.values[column.name]
-        if column.kind == "str":
-            return [f"'{s}'" if column.name.startswith("relstring") else s for s in v]
-        if column.kind == "int":
-            return np.asarray(v).astype(np.int64).astype(str).tolist()
-        return format_values(np.asarray(v, np.float64))
-
-    def _summary_string(self, column: Column) -> str:
-        v = self.summary[column.name]
-        if column.kind == "str":
-            return str(v)
-        if column.kind == "int":
-            return str(int(v))
-        return format_values(np.asarray([v], np.float64))[0]
-
-    def rows(self, per_query: bool = False, summary: bool = True) -> list[tuple[str, str, str]]:
-        """(measure, qid, printed value) in trec_eval's order."""
-        out = []
-        if per_query:
-            cols = [c for c in self.columns if c.per_query]
-            strings = [self._strings(c) for c in cols]
-            for i, q in enumerate(self.qids):
-                out.extend((c.name, q, s[i]) for c, s in zip(cols, strings))
-        if summary:
-            out.extend((c.name, "all", self._summary_string(c)) for c in self.columns if c.summary)
-        return out
-
-    def to_trec(self, per_query: bool = False, summary: bool = True) -> str:
-        """trec_eval's output: ``%-22s\\t%s\\t%s`` lines (floats ``%6.4f``, counts ``%ld``)."""
-        parts = []
-        cols = [c for c in self.columns if c.per_query]
-        if per_query and cols and self.qids:
-            # [Q, C] lines built by numpy string ufuncs, joined once
-            values = np.stack([np.asarray(self._strings(c), dtype=str) for c in cols], axis=1)
-            heads = np.asarray([f"{self._prefix(c)}{c.name:<22}\t" for c in cols], dtype=str)[None, :]
-            qids = np.strings.add(np.asarray(self.qids, dtype=str), "\t")[:, None]
-            lines = np.strings.add(np.strings.add(heads, qids), values)
-            parts.append("\n".join(lines.ravel().tolist()) + "\n")
-        if summary:
-            parts.extend(
-                f"{self._prefix(c)}{c.name:<22}\tall\t{self._summary_string(c)}\n" for c in self.columns if c.summary
-            )
-        return "".join(parts)
-
-    def _prefix(self, column: Column) -> str:
-        return "Z" if self.zscore and column.kind != "str" else ""
-
-    def to_json(self, per_query: bool = False) -> str:
-        """``{"all": {...}}``, plus ``"per_query": {qid: {...}}`` with ``per_query``."""
-        data = {"all": dict(self.summary)}
-        if per_query:
-            data["per_query"] = self.query_values()
-        return json.dumps(data) + "\n"
-
-    def to_csv(self, per_query: bool = False, summary: bool = True) -> str:
-        """``measure,qid,value`` rows in trec_eval's order, values at full precision."""
-        buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(["measure", "qid", "value"])
-        if per_query:
-            table = self.query_values()
-            cols = [c for c in self.columns if c.per_query]
-            for q in self.qids:
-                writer.writerows((c.name, q, table[q][c.name]) for c in cols)
-        if summary:
-            writer.writerows((c.name, "all", self.summary[c.name]) for c in self.columns if c.summary)
-        return buf.getvalue()
-
-
-def format_values(v: np.ndarray) -> list[str]:
-    """``printf("%6.4f")`` of each value, vectorised.
-
-    The value times 10^4 is rounded in float64; where that could differ from the correct
-    rounding of the exact binary value (a fraction within 1e-6 of one half), and for NaN and
-    infinities, each value is formatted by Python, which rounds exactly as C does. NaN prints
-    as glibc prints trec_eval's 0/0 on x86: ``-nan``.
-    """
-    v = np.asarray(v, np.float64).reshape(-1)
-    if v.size == 0:
-        return []
-    a = np.abs(v) * 1e4
-    finite = np.isfinite(a) & (a < 2.0**52)
-    a = np.where(finite, a, 0.0)
-    frac = a - np.floor(a)
-    slow = ~finite | (np.abs(frac - 0.5) < 1e-6)
-    n = np.floor(a + 0.5).astype(np.int64)
-    whole, part = np.divmod(n, 10000)
-    text = np.strings.add(np.where(np.signbit(v), "-", ""), whole.astype(str))
-    text = np.strings.add(np.strings.add(text, "."), np.strings.zfill(part.astype(str), 4))
-    out = text.tolist()
-    for i in np.flatnonzero(slow).tolist():
-        x = float(v[i])
-        if math.isnan(x):
-            out[i] = "  -nan"
-        else:
-            out[i] = "%6.4f" % x  # noqa: UP031 - trec_eval's printf format
-    return out
 
 
 # ----------------------------------------------------------------------------- evaluation
@@ -266,7 +97,7 @@ def _collect(q: trec.Qrels, parts, judged_only: Iterable[bool], max_docs: Option
 def _fill(flat: np.ndarray, starts: np.ndarray, lens: np.ndarray, rows: int, cols: int, fill) -> np.ndarray:
     """``[rows, cols]``: row i holds ``flat[starts[i]:starts[i] + lens[i]]``, then ``fill``."""
     out = np.full((rows, cols), fill, dtype=flat.dtype)
-    out.reshape(-1)[_ranges(np.arange(lens.size) * cols, lens)] = flat[_ranges(starts, lens)]
+    out.reshape(-1)[ranges(np.arange(lens.size) * cols, lens)] = flat[ranges(starts, lens)]
     return out
 
 
@@ -303,9 +134,9 @@ def _group(
     n_q = int(index.size)
     if n_q == 0:
         raise ValueError("no query is both in the qrels and in the run")
-    n = _bucket(max(1, int(lens.max())))
-    m = _bucket(max(1, int(np.diff(q.offsets)[index].max())))
-    rows, n, m = _reuse(plan, (_rows_per_call(n_q, n), n, m), guess)
+    n = engine.bucket(max(1, int(lens.max())))
+    m = engine.bucket(max(1, int(np.diff(q.offsets)[index].max())))
+    rows, n, m = engine.reuse(plan, (engine.rows_per_call(n_q, n), n, m), guess)
     out = _evaluate_rows(plan, q, (rows, n, m), scores, rr, starts, lens, index)
     return _grouped(q, index, out, bogus)
 
@@ -316,7 +147,7 @@ def _evaluate_rows(plan: Plan, q: trec.Qrels, shape: tuple, scores, rr, starts, 
     padded to ``shape``: one ``[len(index), C]`` array per measure."""
     rows, n, m = shape
     rel_starts, rel_lens = q.offsets[index], np.diff(q.offsets)[index]
-    executable = _executable(plan, shape).result()
+    executable = engine.executable(plan, shape).result()
     rels = q.rels.astype(np.int32)
     parts = []
     with jax.enable_x64(True):
@@ -528,26 +359,11 @@ def report(
             columns.append(column)
             values[column.name] = v
             if column.summary:
-                summary[column.name] = _aggregate(column, v, n_q, tag, complete, positive)
+                summary[column.name] = _summary(column, v, n_q, complete, positive, tag=tag)
     unjudged = tuple(dict.fromkeys(np.asarray(run_qids)[~np.isin(run_qids, q.qids)].tolist()))
     if zs is not None:
-        columns, values, summary = _zscored(zs, list(qids), columns, values, summary, complete, positive)
+        columns, values, summary = zscored(zs, list(qids), columns, values, summary, complete, positive)
     return Report(qids=qids, columns=columns, values=values, summary=summary, unjudged=unjudged, zscore=zs is not None)
-
-
-def _zscored(zs: ZScores, qids: list, columns: list, values: dict, summary: dict, complete: bool, positive):
-    """trec_eval ``-Z``: every numeric value as a z-score (``convert_zscores.c``), summed
-    and averaged as trec_eval sums and averages them; counts become doubles."""
-    z = zs.convert(qids, columns, values)
-    out_columns, out_values, out_summary = [], dict(values), dict(summary)
-    for c in columns:
-        if c.kind != "str":
-            c = dataclasses.replace(c, kind="float")
-            out_values[c.name] = z.get(c.name, np.asarray(values[c.name], np.float64))
-            if c.summary:
-                out_summary[c.name] = _z_summary(c, out_values[c.name], len(qids), complete, positive)
-        out_columns.append(c)
-    return out_columns, out_values, out_summary
 
 
 QUERY_SETS = ("run", "qrels")
@@ -592,22 +408,6 @@ def _complete(queries: Optional[str], complete: bool) -> bool:
     if complete and queries == "run":
         raise ValueError("queries='run' contradicts complete=True (which is queries='qrels')")
     return queries == "qrels"
-
-
-def _aggregate(column: Column, v, n_q: int, tag: str, complete: bool, positive):
-    if column.agg == "runid":
-        return tag
-    if column.agg == "count":
-        return n_q
-    if column.agg == "sum" or column.agg == "num_rel":
-        if column.agg == "num_rel" and complete:
-            return int(np.sum(positive))
-        return int(np.sum(np.asarray(v).astype(np.int64)))
-    if column.agg == "gmean":
-        # trec_eval: log(max(v, MIN_GEO_MEAN)) per query, the C library's log and exp (math's)
-        logs = [math.log(max(x, MIN_GEO_MEAN)) for x in np.asarray(v, np.float64).tolist()]
-        return math.exp(np.cumsum(logs)[-1] / n_q)
-    return float(np.cumsum(np.asarray(v, np.float64))[-1] / n_q)  # trec_eval's running sum
 
 
 def evaluate(

@@ -41,7 +41,6 @@ from typing import Any, Union
 import numpy as np
 
 from jaxrank._npsort import argsort_high_bits
-from jaxrank.trec._join import _match, _offsets, _packed, _pad, _raise_duplicate, _run_order, _take
 from jaxrank.trec._parse import (
     _QRELS,
     _RUN,
@@ -61,6 +60,7 @@ from jaxrank.trec._parse import (
     _widen,
     _words,
 )
+from jaxrank.trec.join import _match, _offsets, _packed, _pad, _raise_duplicate, _take, run_order
 
 __all__ = [
     "Batch",
@@ -392,7 +392,7 @@ def _run_from_entries(e: _Entries) -> Run:
         key = _packed(e.qids, e.qid_names.size, _hash(e.docnos))
         _raise_duplicate(e, key, np.argsort(key, kind="stable"), "")
     del key
-    order = _run_order(e.qids, e.qid_names.size, e.values, e.docnos)
+    order = run_order(e.qids, e.qid_names.size, e.values, e.docnos)
     offsets = _offsets(np.bincount(e.qids, minlength=e.qid_names.size))
     e.qids = None  # free memory as we go: these arrays are as long as the file
     docnos, e.docnos = (e.docnos if order is None else e.docnos[order]), None

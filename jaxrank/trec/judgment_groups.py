@@ -21,15 +21,17 @@ from typing import Optional, Union
 
 import numpy as np
 
+from jaxrank.measures.plan import Column, MeasureError
 from jaxrank.trec import files as trec
 from jaxrank.trec._parse import STDIN, TrecFormatError, _one_int, _rel_error, read_whole
-from jaxrank.trec._plan import Column, MeasureError
+from jaxrank.trec._report import Report, ranked_queries, zscored
+from jaxrank.trec._report import summary as _summary
+from jaxrank.trec.zscores import read_zscores
 
 __all__ = ["JG_MEASURES", "QrelsJG", "read_qrels_jg", "report_jg"]
 
 FORMAT = "qid jg docno rel"
 JG_MEASURES = ("runid", "num_q", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg")  # trec_eval's table order
-_BOGUS_DOCNO = b"ceci_nest_pas_un_docno"  # trec_eval's ranking for a query missing from the run (-c)
 _NONPOOL, _UNJUDGED = -1, -2
 
 
@@ -91,7 +93,7 @@ class _Plan:
 def parse_jg_measures(measures: Union[str, Iterable[str], None]) -> _Plan:
     """The judgment-group measures of ``-m`` strings (trec_eval's parameter syntax); any
     other measure is refused (trec_eval cannot compute it from qrels_jg judgments either)."""
-    from jaxrank.trec.measures import _trec_measure
+    from jaxrank.measures.parse import trec_measure
 
     if measures is None:
         measures = ["qrels_jg"]
@@ -109,8 +111,8 @@ def parse_jg_measures(measures: Union[str, Iterable[str], None]) -> _Plan:
         for n in names:
             if params.get(n) is None:
                 params[n] = p or None
-    p_cuts = _trec_measure("P", params.get("P_avgjg")).cuts if "P_avgjg" in params else ()
-    r_cuts = _trec_measure("Rprec_mult", params.get("Rprec_mult_avgjg")).cuts if "Rprec_mult_avgjg" in params else ()
+    p_cuts = trec_measure("P", params.get("P_avgjg")).cuts if "P_avgjg" in params else ()
+    r_cuts = trec_measure("Rprec_mult", params.get("Rprec_mult_avgjg")).cuts if "Rprec_mult_avgjg" in params else ()
     return _Plan(tuple(n for n in JG_MEASURES if n in params), tuple(p_cuts), tuple(r_cuts))
 
 
@@ -195,27 +197,14 @@ def report_jg(
 ):
     """trec_eval ``-R qrels_jg``: a :class:`~jaxrank.trec.evaluate.Report` of the
     judgment-group measures (``measures``: ``"qrels_jg"`` by default)."""
-    from jaxrank.trec.evaluate import Report, _zscored
-    from jaxrank.trec.zscores import read_zscores
-
     plan = parse_jg_measures(measures)
     zs = None if zscores is None else read_zscores(zscores)
     if max_docs is not None and max_docs < 0:
         raise ValueError(f"max_docs must be >= 0, got {max_docs}")
     q = read_qrels_jg(qrels)
     r = run if isinstance(run, trec.Run) else trec.read_run(run)
-    at = {qid: i for i, qid in enumerate(r.qids.tolist())}
     qids, rows = [], []
-    for qid in q.qids:
-        i = at.get(qid)
-        if i is None and not complete:
-            continue
-        if i is None:
-            docs = [_BOGUS_DOCNO]
-        else:
-            docs = r.docnos[r.offsets[i] : r.offsets[i + 1]].tolist()
-        if max_docs is not None:
-            docs = docs[:max_docs]
+    for qid, docs in ranked_queries(q.qids, r, complete, max_docs, lambda lo, hi: r.docnos[lo:hi].tolist()):
         qids.append(qid)
         rows.append(_query_values(plan, docs, q.queries[qid], int(rel_level), judged_only))
     if not qids:
@@ -239,9 +228,9 @@ def report_jg(
                 v = np.array([row[key] for row in rows], np.float64)
                 columns.append(c)
                 values[key] = v
-                summary[key] = float(np.cumsum(v)[-1] / n_q)
+                summary[key] = _summary(c, v, n_q, complete, None)
     if zs is not None:
-        columns, values, summary = _zscored(zs, qids, columns, values, summary, complete, None)
+        columns, values, summary = zscored(zs, qids, columns, values, summary, complete, None)
     unjudged = tuple(x for x in r.qids.tolist() if x not in q.queries)
     return Report(qids=qids, columns=columns, values=values, summary=summary, unjudged=unjudged, zscore=zs is not None)
 

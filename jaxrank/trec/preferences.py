@@ -25,10 +25,13 @@ from typing import Optional, Union
 
 import numpy as np
 
+from jaxrank.measures.names import PREFS_MEASURES
+from jaxrank.measures.plan import Column, MeasureError
 from jaxrank.trec import files as trec
-from jaxrank.trec._names import PREFS_MEASURES
 from jaxrank.trec._parse import STDIN, TrecFormatError, read_whole
-from jaxrank.trec._plan import Column, MeasureError
+from jaxrank.trec._report import Report, ranked_queries, zscored
+from jaxrank.trec._report import summary as _summary
+from jaxrank.trec.zscores import read_zscores
 
 __all__ = ["PREFS_MEASURES", "Prefs", "read_prefs", "report_prefs"]
 
@@ -38,7 +41,6 @@ _NICKNAMES = {
     "prefs": ("runid", "num_q", *PREFS_MEASURES[:6]),
 }
 _ORDER = ("runid", "num_q", *PREFS_MEASURES)
-_BOGUS_DOCNO = b"ceci_nest_pas_un_docno"  # trec_eval's ranking for a query missing from the run (-c)
 _NUMBER = re.compile(rb"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf(?:inity)?|nan)", re.IGNORECASE)
 FORMATS = {"prefs": "qid jg jsg docno rel_level", "qrels_prefs": "qid jg docno rel_level"}
 
@@ -452,29 +454,19 @@ def report_prefs(
 ):
     """trec_eval ``-R prefs`` / ``-R qrels_prefs``: a :class:`~jaxrank.trec.evaluate.Report`
     of the preference measures (``measures``: ``"all_prefs"`` by default)."""
-    from jaxrank.trec.evaluate import Report, _zscored
-    from jaxrank.trec.zscores import read_zscores
-
     names = parse_prefs_measures(measures)
     zs = None if zscores is None else read_zscores(zscores)
     if max_docs is not None and max_docs < 0:
         raise ValueError(f"max_docs must be >= 0, got {max_docs}")
     p = read_prefs(prefs, rel_format)
     r = run if isinstance(run, trec.Run) else trec.read_run(run)
-    at = {qid: i for i, qid in enumerate(r.qids.tolist())}
+
+    def ranked(lo: int, hi: int) -> list:  # form_prefs_counts.c breaks score ties by docno ascending
+        pairs = zip(r.scores[lo:hi].tolist(), r.docnos[lo:hi].tolist())
+        return [d for _, d in sorted(pairs, key=lambda t: (-t[0], t[1]))]
+
     qids, rows = [], []
-    for qid in p.qids:
-        i = at.get(qid)
-        if i is None and not complete:
-            continue
-        if i is None:
-            docs = [_BOGUS_DOCNO]
-        else:  # form_prefs_counts.c breaks score ties by docno ascending (form_res_rels.c: descending)
-            lo, hi = int(r.offsets[i]), int(r.offsets[i + 1])
-            pairs = zip(r.scores[lo:hi].tolist(), r.docnos[lo:hi].tolist())
-            docs = [d for _, d in sorted(pairs, key=lambda t: (-t[0], t[1]))]
-        if max_docs is not None:
-            docs = docs[:max_docs]
+    for qid, docs in ranked_queries(p.qids, r, complete, max_docs, ranked):
         qids.append(qid)
         rows.append(_query_values(p.name, qid, docs, p.queries[qid]))
     if not qids:
@@ -491,13 +483,13 @@ def report_prefs(
         elif name in _COUNTS:
             c = Column(name, kind="int", agg="sum")
             v = np.array([row[name] for row in rows], np.float64)
-            values[name], summary[name] = v, int(v.sum())
+            values[name], summary[name] = v, _summary(c, v, n_q, complete, None)
         else:
             c = Column(name)
             v = np.array([row[name] for row in rows], np.float64)
-            values[name], summary[name] = v, float(np.cumsum(v)[-1] / n_q)
+            values[name], summary[name] = v, _summary(c, v, n_q, complete, None)
         columns.append(c)
     if zs is not None:
-        columns, values, summary = _zscored(zs, qids, columns, values, summary, complete, None)
+        columns, values, summary = zscored(zs, qids, columns, values, summary, complete, None)
     unjudged = tuple(x for x in r.qids.tolist() if x not in p.queries)
     return Report(qids=qids, columns=columns, values=values, summary=summary, unjudged=unjudged, zscore=zs is not None)

@@ -33,8 +33,8 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
+from jaxrank.measures.plan import MIN_GEO_MEAN, Column
 from jaxrank.trec._parse import STDIN, TrecFormatError, read_whole
-from jaxrank.trec._plan import MIN_GEO_MEAN, Column
 
 __all__ = ["MISSING_ZSCORE_VALUE", "ZScores", "read_zscores"]
 
@@ -220,19 +220,3 @@ def read_zscores(source: Union[str, os.PathLike, Mapping, ZScores]) -> ZScores:
                 raise TrecFormatError(name, i, f"{what} is not a number: {token.decode(errors='replace')!r}")
         entries.append((fields[0], fields[1], mean, sd, i))
     return _from_entries(name, entries)
-
-
-def summary(column: Column, z: np.ndarray, n_q: int, complete: bool, positive) -> float:
-    """trec_eval's summary of a column's z-scores: their running sum, divided by the number
-    of queries for means, exp of that for geometric means; ``num_rel`` with ``-c`` counts
-    the qrels' rel > 0 entries whatever the z-scores."""
-    if column.agg == "count":
-        return float(n_q)
-    if column.agg == "num_rel" and complete:
-        return float(np.sum(positive))
-    total = float(np.cumsum(z)[-1]) if z.size else 0.0
-    if column.agg in ("sum", "num_rel"):
-        return total
-    if column.agg == "gmean":
-        return math.exp(total / n_q)
-    return total / n_q

@@ -10,12 +10,12 @@ are not linear in the ranked items. They depend on prefix counts through a min (
 positions (interpolated precision), through the logarithm of a prefix count (binG, G), or
 on prefix DCGs divided by ideal prefix DCGs (ndcg_rel, Rndcg); relstring returns the ranked
 values themselves. They still use the one ranking of the call (``_Ctx.ranks``): no second
-sort. The other families are in :mod:`jaxrank.trec.kernels`, which merges this module's
+sort. The other families are in :mod:`jaxrank.measures.kernels`, which merges this module's
 :data:`FAMILIES` into its table.
 
 Each value is formed with trec_eval's double arithmetic, in the order of its C loop
 (``../shared/ref/trec_eval/m_*.c``): running sums added left to right, divisions where it
-divides, no fused multiply-add, the C library's ``log2`` (:mod:`jaxrank.trec._exact`), so
+divides, no fused multiply-add, the C library's ``log2`` (:mod:`jaxrank.measures._exact`), so
 that a value on a rounding tie of the 4th decimal prints as trec_eval prints it.
 """
 
@@ -26,10 +26,10 @@ import functools
 import jax.numpy as jnp
 import numpy as np
 
-from jaxrank.ranking._backend import cumsum, row_sum
-from jaxrank.trec._ctx import _col, _safe_div, kernel_table
-from jaxrank.trec._exact import at, divide, log2_of, opaque, rounded, running_sum, total
-from jaxrank.trec._plan import INFAP_EPSILON
+from jaxrank.measures._ctx import _col, _safe_div, kernel_table
+from jaxrank.measures._exact import at, log2_of, rounded, running_sum, total
+from jaxrank.measures.plan import INFAP_EPSILON
+from jaxrank.ranking.backend import cumsum, divide, opaque, row_sum
 
 FAMILIES, _family = kernel_table()
 

@@ -31,7 +31,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxrank import _checks, stats
+from jaxrank import _checks
+from jaxrank.stats import _significance as stats
 from jaxrank.trec.evaluate import evaluate
 from jaxrank.trec.files import Qrels, read_qrels
 

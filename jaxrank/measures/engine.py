@@ -1,8 +1,8 @@
-"""Runs a :class:`~jaxrank.trec.measures.Plan` on padded batches: two jitted stages (the
+"""Runs a :class:`~jaxrank.measures.parse.Plan` on padded batches: two jitted stages (the
 stage that sorts, and the rest), their lowering and compilation for one batch shape, the
 batch shapes themselves (sizes rounded up so that similar calls share compiled code, and
 queries split into slices of bounded memory), and a cache of compiled computations by
-(plan, shape). Kernels come from :mod:`jaxrank.trec.kernels`.
+(plan, shape). Kernels come from :mod:`jaxrank.measures.kernels`.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxrank.trec._ctx import _Ctx
-from jaxrank.trec.kernels import _FAMILIES
-from jaxrank.trec.measures import Plan
+from jaxrank.measures._ctx import _Ctx
+from jaxrank.measures.kernels import _FAMILIES
+from jaxrank.measures.parse import Plan
 
 __all__ = ["Compiled", "Lowered", "lower_plan"]
 
@@ -149,7 +149,7 @@ def relstring_text(codes: np.ndarray) -> list[str]:
 # ----------------------------------------------------------------------------- batch shapes
 
 
-def _bucket(x: int, minimum: int = 8) -> int:
+def bucket(x: int, minimum: int = 8) -> int:
     """``x`` rounded up to a size from a short list (at most 1/8 larger), so that calls of
     similar sizes share a compiled function."""
     if x <= minimum:
@@ -166,8 +166,8 @@ def _bucket(x: int, minimum: int = 8) -> int:
 _CELLS_PER_CALL = 1 << 17
 
 
-def _rows_per_call(n_q: int, n: int) -> int:
-    return _bucket(min(n_q, max(8, _CELLS_PER_CALL // max(n, 1))))
+def rows_per_call(n_q: int, n: int) -> int:
+    return bucket(min(n_q, max(8, _CELLS_PER_CALL // max(n, 1))))
 
 
 # Compiled computations, by (plan, queries, n, m): futures, so that a compilation started in
@@ -177,7 +177,7 @@ _EXECUTABLES_LOCK = threading.Lock()
 _EXECUTABLES_KEPT = 16
 
 
-def _executable(
+def executable(
     plan: Plan, shape: tuple[int, int, int], spawn: Optional[Callable[[Callable[[], None]], None]] = None
 ) -> Future:
     """The compiled computation of ``plan`` for ``shape``, as a future: cached, so that a
@@ -229,7 +229,7 @@ def _fits(guess: tuple, shape: tuple) -> bool:
     return guess[0] * guess[1] <= 2 * shape[0] * shape[1] + (1 << 16)
 
 
-def _reuse(plan: Plan, shape: tuple, guess: Optional[tuple]) -> tuple:
+def reuse(plan: Plan, shape: tuple, guess: Optional[tuple]) -> tuple:
     """The shape to compute ``shape`` at: the background guess, or a shape already compiled
     for this plan, when padding to it is cheap; else ``shape`` itself."""
     if guess is not None and _fits(guess, shape):

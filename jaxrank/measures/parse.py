@@ -13,9 +13,9 @@ Two spellings are accepted, and may be mixed:
   ``MRR``, ``NDCG``, ``BPref``, ``RPrec``, ``NumRelRet``, ``SetRelP``.
 
 :func:`parse_measures` turns strings into a tuple of :class:`Measure` (the descriptions are
-defined in ``jaxrank/trec/_plan.py`` and exported here; trec_eval's names, their parameters
+defined in ``jaxrank/measures/plan.py`` and exported here; trec_eval's names, their parameters
 and nicknames are the tables of ``_names.py``, ir_measures' names the table ``_IR`` below);
-:mod:`jaxrank.trec.kernels` computes them, :mod:`jaxrank.trec.engine` runs them in one
+:mod:`jaxrank.measures.kernels` computes them, :mod:`jaxrank.measures.engine` runs them in one
 jitted call.
 """
 
@@ -28,8 +28,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Optional, Union
 
-from jaxrank.trec._names import _NICKNAMES, _TREC, _TREC_ORDER, _TREC_UNSUPPORTED, DIVERSITY
-from jaxrank.trec._plan import INFAP_EPSILON, MIN_GEO_MEAN, Column, Measure, MeasureError, Plan
+from jaxrank.measures.names import _NICKNAMES, _TREC, _TREC_ORDER, _TREC_UNSUPPORTED, DIVERSITY
+from jaxrank.measures.plan import INFAP_EPSILON, MIN_GEO_MEAN, Column, Measure, MeasureError, Plan
 
 __all__ = [
     "INFAP_EPSILON",
@@ -67,7 +67,7 @@ def _valid_int(text: str) -> bool:
     return bool(body) and all(c in "0123456789" for c in body)
 
 
-def _trec_measure(name: str, params: Optional[str]) -> Measure:
+def trec_measure(name: str, params: Optional[str]) -> Measure:
     """A trec_eval measure with trec_eval's parameter parsing (``meas_init.c``)."""
     style, default = _TREC[name]
     printable = None
@@ -449,5 +449,5 @@ def parse_measures(strings: Union[str, Iterable[str], None]) -> tuple[Measure, .
             continue
         seen_ir.add(s)
         ir.append(_ir_measure(s))
-    trec = [_trec_measure(n, trec_params[n]) for n in sorted(trec_params, key=_TREC_ORDER.get)]
+    trec = [trec_measure(n, trec_params[n]) for n in sorted(trec_params, key=_TREC_ORDER.get)]
     return tuple(trec) + tuple(ir)

@@ -7,7 +7,7 @@ smallest id present (its *slot*); the metric then runs unchanged on that batch,
 with the ranker it was given. Since padding never changes a value, each copy's
 value is the value of its list padded apart, and the result has a segment axis
 ``[..., S]`` before any cutoff axis. Slots with no list hold the value of an empty
-list (0) and are marked absent by :func:`segment_slots`. See ``docs/segments.md``.
+list (0) and are marked absent by :func:`segment_slots`. See ``docs/segments.rst``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import jax.numpy as jnp
 
 from jaxrank import _checks
 from jaxrank.ranking import Ranks
-from jaxrank.ranking._backend import argsort_descending, cumsum, inverse_permutation
+from jaxrank.ranking.backend import argsort_descending, cumsum, inverse_permutation
 
 
 class SegmentSlots(NamedTuple):
@@ -150,7 +150,7 @@ _DOC = """
     ``segments[..., n]`` (integer ids) packs several lists in one row: the value is
     per list, ``[..., S]`` (``S = num_segments``, default ``n``) before any cutoff
     axis, slot ``s`` for the ``s``-th smallest id; :func:`jaxrank.metrics.segment_slots`
-    says which slots hold a list. See ``docs/segments.md``.
+    says which slots hold a list. See ``docs/segments.rst``.
 """
 
 

@@ -1,7 +1,7 @@
 """trec_eval's measure names, as data: each name's parameter style and default, in
 trec_eval's table order (which is its print order), the nicknames (``-m official``, ``set``,
 ``all_trec``) and the measures that need input formats jaxrank does not read.
-:mod:`jaxrank.trec.measures` parses strings against these tables.
+:mod:`jaxrank.measures.parse` parses strings against these tables.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The context every kernel of one call shares (:class:`_Ctx`: one ranking and its
 rank-order views, memoised, and the gains of the nDCG family), the tables kernels register
-in (:func:`kernel_table`) and small helpers of the kernels of :mod:`jaxrank.trec.kernels`
-and :mod:`jaxrank.trec._ranked_list`.
+in (:func:`kernel_table`) and small helpers of the kernels of :mod:`jaxrank.measures.kernels`
+and :mod:`jaxrank.measures._ranked_list`.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import jax
 import jax.numpy as jnp
 
 from jaxrank import metrics
+from jaxrank.measures._exact import log2_positions, running_sum, total
+from jaxrank.measures.parse import Measure, Plan, _valid_int
 from jaxrank.ranking import HardRanks, hard
-from jaxrank.ranking._backend import cumsum
-from jaxrank.trec._exact import divide, log2_positions, running_sum, total
-from jaxrank.trec.measures import Measure, Plan, _valid_int
+from jaxrank.ranking.backend import cumsum, divide
 
 # A kernel: (ctx, measure) -> [Q, C] values (C = number of columns; relstring: codes).
 Kernel = Callable[["_Ctx", Measure], jax.Array]

@@ -37,7 +37,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from jaxrank.fusion import METHODS, TRAINED, _Aligned, _as_runs, _check_names
+from jaxrank.fusion._fuse import METHODS, TRAINED, _Aligned, _as_runs, _check_names
 from jaxrank.trec import files as trec
 
 __all__ = ["METRICS", "optimize_fusion", "train"]

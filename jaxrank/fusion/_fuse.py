@@ -60,7 +60,7 @@ strict total order; where it is not (a tie or a cycle of majorities), ranx's res
 Python's set order and jaxrank gives tied documents equal scores (docs/fuse.md).
 
 Trained methods (:data:`TRAINED`; :math:`i = \\rho_{rd} - 1`; params from
-:func:`jaxrank.fusion_trained.train` or :func:`jaxrank.optimize_fusion`):
+:func:`jaxrank.fusion.train` or :func:`jaxrank.optimize_fusion`):
 
 * ``probfuse``: :math:`\\sum_r P_r[k] / (k + 1)`, :math:`k = \\lfloor i / \\lceil n_r / S \\rceil \\rfloor`;
 * ``segfuse``: :math:`\\sum_r P_r[k(i)] (\\tilde s_{rd} + 1)`, segments bounded by 0, 5, 15, 35, ..., 5115;
@@ -90,9 +90,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrank import _checks
-from jaxrank._lists import positions
+from jaxrank.losses.lists import positions
+from jaxrank.ranking.backend import divide
 from jaxrank.trec import files as trec
-from jaxrank.trec._join import _ranges, _run_order
+from jaxrank.trec.join import ranges, run_order
 
 __all__ = ["METHODS", "NORMS", "RANK_BASED", "TRAINED", "fuse", "fuse_scores"]
 
@@ -117,7 +118,7 @@ METHODS: tuple[str, ...] = (
     "wmnz",
     "wsum",
 )
-#: ranx's trained methods: their params come from qrels (:func:`jaxrank.fusion_trained.train`,
+#: ranx's trained methods: their params come from qrels (:func:`jaxrank.fusion.train`,
 #: :func:`jaxrank.optimize_fusion`).
 TRAINED: tuple[str, ...] = ("bayesfuse", "mapfuse", "mixed", "posfuse", "probfuse", "segfuse", "slidefuse")
 #: ranx's normalisations (``None``: none).
@@ -264,13 +265,6 @@ def _masked(x: jax.Array, present: jax.Array, fill) -> jax.Array:
     return jnp.where(present, x, jnp.asarray(fill, x.dtype))
 
 
-def _divide(x: jax.Array, per_list: jax.Array) -> jax.Array:
-    """``x / per_list``, each quotient rounded once as ranx's: XLA would otherwise multiply by
-    the reciprocal of a broadcast denominator (a run's top min-max score then comes out
-    ``1 - 2^-53``, and ties between runs' top documents break)."""
-    return x / jax.lax.optimization_barrier(jnp.broadcast_to(per_list, x.shape))
-
-
 def _normalise(s: jax.Array, p: jax.Array, rank: jax.Array, norm: Optional[str]) -> tuple[jax.Array, jax.Array]:
     """Normalised scores and the new "retrieved" mask; reductions over the last axis."""
     count = jnp.sum(p, axis=-1, keepdims=True).astype(s.dtype)
@@ -282,18 +276,18 @@ def _normalise(s: jax.Array, p: jax.Array, rank: jax.Array, norm: Optional[str])
         if norm != "sum":
             hi = jnp.where(some, jnp.max(_masked(s, p, -jnp.inf), axis=-1, keepdims=True), 0)
             if norm == "min-max-inverted":  # distances: the smallest gets 1
-                return _divide(hi - s, jnp.maximum(hi - lo, _EPS)), p
-            return _divide(s - lo, jnp.maximum(hi - lo, _EPS)), p
+                return divide(hi - s, jnp.maximum(hi - lo, _EPS)), p
+            return divide(s - lo, jnp.maximum(hi - lo, _EPS)), p
         total = jnp.sum(_masked(s, p, 0), axis=-1, keepdims=True)
-        return _divide(s - lo, jnp.maximum(total - lo * count, _EPS)), p
+        return divide(s - lo, jnp.maximum(total - lo * count, _EPS)), p
     if norm == "max":
         hi = jnp.where(some, jnp.max(_masked(s, p, -jnp.inf), axis=-1, keepdims=True), 0)
-        return _divide(s, jnp.maximum(hi, _EPS)), p
+        return divide(s, jnp.maximum(hi, _EPS)), p
     if norm == "zmuv":
         n = jnp.maximum(count, 1)
         mean = jnp.sum(_masked(s, p, 0), axis=-1, keepdims=True) / n
         std = jnp.sqrt(jnp.sum(_masked((s - mean) ** 2, p, 0), axis=-1, keepdims=True) / n)
-        return _divide(s - mean, jnp.maximum(std, _EPS)), p
+        return divide(s - mean, jnp.maximum(std, _EPS)), p
     if norm == "rank":
         return 1 - (rank - 1) / jnp.maximum(count, 1), p
     # borda: over the candidates of all runs; a run's misses fill in at the mean remaining score
@@ -630,8 +624,8 @@ class _Aligned:
         with jax.enable_x64(True):
             args = {k: jnp.asarray(v, jnp.float64) for k, v in params.items()}
             for width, rows, qs in _chunks(self.counts, method, self.n_runs):
-                e = self.by_query[_ranges(self.entry_starts[qs], np.diff(self.entry_starts)[qs])]
-                c = _ranges(self.starts[qs], self.counts[qs])  # the chunk's candidates
+                e = self.by_query[ranges(self.entry_starts[qs], np.diff(self.entry_starts)[qs])]
+                c = ranges(self.starts[qs], self.counts[qs])  # the chunk's candidates
                 row = np.repeat(np.arange(qs.size), self.counts[qs])
                 scores = np.zeros((self.n_runs, rows, width))
                 where = np.zeros((self.n_runs, rows, width), dtype=bool)
@@ -644,7 +638,7 @@ class _Aligned:
     def order(self, fused: np.ndarray) -> Optional[np.ndarray]:
         """The candidates in ranking order (score descending, docno descending), None when
         they already are."""
-        return _run_order(self.q_of, len(self.qids), fused, self.docnos)
+        return run_order(self.q_of, len(self.qids), fused, self.docnos)
 
     def run(self, fused: np.ndarray, name: str) -> trec.Run:
         docnos, order = self.docnos, self.order(fused)

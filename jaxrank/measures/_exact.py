@@ -35,19 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxrank.ranking._backend import vary_like
-
-
-def opaque(x: jax.Array) -> jax.Array:
-    """``x``, as a value that XLA cannot see into (no constant folding, no rewrite by the
-    kind of operation that made it)."""
-    return lax.optimization_barrier(x)
-
-
-def divide(a, b) -> jax.Array:
-    """``a / b`` rounded once, as C divides (broadcast against each other)."""
-    a, b = jnp.broadcast_arrays(jnp.asarray(a), jnp.asarray(b))
-    return a / opaque(b)
+from jaxrank.ranking.backend import vary_like
 
 
 def rounded(x: jax.Array) -> jax.Array:

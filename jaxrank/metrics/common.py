@@ -10,7 +10,7 @@ import jax.numpy as jnp
 
 from jaxrank import _checks
 from jaxrank.ranking import HardRanks, Ranks, hard
-from jaxrank.ranking._backend import row_sum
+from jaxrank.ranking.backend import row_sum
 
 Array = jax.Array
 Cutoff = Union[None, int, Sequence[int]]

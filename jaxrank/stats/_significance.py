@@ -48,8 +48,8 @@ from jax import lax
 from jax.scipy.special import betainc, ndtr, ndtri
 
 from jaxrank import _checks
-from jaxrank.metrics._common import item_values
-from jaxrank.ranking._backend import inverse_permutation
+from jaxrank.metrics.common import item_values
+from jaxrank.ranking.backend import inverse_permutation
 from jaxrank.ranking.hard import hard
 
 Alternative = Literal["two-sided", "less", "greater"]

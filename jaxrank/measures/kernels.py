@@ -1,10 +1,10 @@
 """One kernel per trec_eval / ir_measures family: ``(ctx, measure) -> [Q, C]`` values.
 
-Every kernel of one call shares a :class:`~jaxrank.trec._ctx._Ctx`: the run ranked once with
+Every kernel of one call shares a :class:`~jaxrank.measures._ctx._Ctx`: the run ranked once with
 ``jaxrank.hard("stable")`` (documents come pre-ordered so that this is trec_eval's order).
 
 Each trec_eval measure is formed with trec_eval's double arithmetic, in the order of its C
-loop (``../shared/ref/trec_eval/m_*.c``; :mod:`jaxrank.trec._exact` holds the operations
+loop (``../shared/ref/trec_eval/m_*.c``; :mod:`jaxrank.measures._exact` holds the operations
 and why XLA needs them): sums added in rank order, divisions where trec_eval divides (P is
 hits / k, not hits x 1/k; recall hits / R), the C library's ``log2``, no fused multiply-add.
 A value on a rounding tie of the 4th decimal then prints as trec_eval prints it. The counts
@@ -12,12 +12,12 @@ A value on a rounding tie of the 4th decimal then prints as trec_eval prints it.
 with that :class:`~jaxrank.ranking.HardRanks` as ``ranker=``; the sums over positions (AP,
 DCG, trec_eval's rbp and rbp_resid) read the per-position terms of the ranks
 (``HardRanks.linear_terms`` / ``count_before_terms``), which also hold the expectation over
-tie orders when :mod:`jaxrank.accumulate` asks for ``ties="expected"``; the set measures and
+tie orders when :mod:`jaxrank.measures.accumulate` asks for ``ties="expected"``; the set measures and
 utility are arithmetic on the counts.
 
 The families whose terms are not linear in the ranked items (bpref, infAP, binG,
 interpolated precision, G, ndcg_rel, Rndcg, relstring, ideal_dcg) read the ranked list
-itself: they are in :mod:`jaxrank.trec._ranked_list`, which says why. :data:`_FAMILIES`
+itself: they are in :mod:`jaxrank.measures._ranked_list`, which says why. :data:`_FAMILIES`
 is the table of both modules, the one that the engine and the accumulator look up.
 
 Relevance values follow trec_eval's ``form_res_rels``: a retrieved document has its qrels rel
@@ -31,11 +31,11 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from jaxrank import metrics
-from jaxrank.ranking._backend import row_sum
-from jaxrank.trec import _ranked_list
-from jaxrank.trec._ctx import _col, _safe_div, kernel_table
-from jaxrank.trec._exact import at, divide, powers, rounded, running_sum, total
-from jaxrank.trec.measures import _valid_int
+from jaxrank.measures import _ranked_list
+from jaxrank.measures._ctx import _col, _safe_div, kernel_table
+from jaxrank.measures._exact import at, powers, rounded, running_sum, total
+from jaxrank.measures.parse import _valid_int
+from jaxrank.ranking.backend import divide, row_sum
 
 _BY_RANKS, _family = kernel_table()
 

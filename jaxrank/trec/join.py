@@ -30,7 +30,7 @@ def _descending(scores: np.ndarray) -> np.ndarray:
     return ~np.where(bits >= top, ~bits, bits | top)
 
 
-def _ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+def ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
     """``concatenate([arange(s, s + l) for s, l in zip(starts, lens)])``, vectorised."""
     lens = np.asarray(lens, dtype=np.int64)
     ends = np.cumsum(lens)
@@ -44,7 +44,7 @@ def _take(a: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
     lens = np.asarray(lens, dtype=np.int64)
     if starts.size and np.all(starts[1:] == starts[:-1] + lens[:-1]):
         return a[int(starts[0]) : int(starts[0]) + int(lens.sum())]
-    return a[_ranges(starts, lens)]
+    return a[ranges(starts, lens)]
 
 
 def _offsets(counts: np.ndarray) -> np.ndarray:
@@ -108,7 +108,7 @@ def _docno_desc_keys(docnos: np.ndarray) -> list[np.ndarray]:
     return [~w[:, j] for j in range(w.shape[1] - 1, -1, -1)]
 
 
-def _run_order(qids: np.ndarray, n_q: int, scores: np.ndarray, docnos: np.ndarray) -> np.ndarray | None:
+def run_order(qids: np.ndarray, n_q: int, scores: np.ndarray, docnos: np.ndarray) -> np.ndarray | None:
     """Permutation to trec_eval's order (qid, score desc, docno desc); None if already there.
 
     Fast when each query's lines are together and ranked (the usual layout of run files):
@@ -130,13 +130,13 @@ def _run_order(qids: np.ndarray, n_q: int, scores: np.ndarray, docnos: np.ndarra
             _sort_groups(order, pos, _docno_desc_keys(docnos[pos]) + [group])
     if np.any(block_q[1:] < block_q[:-1]):  # move whole queries into qid order
         by_q = np.argsort(block_q)
-        moved = _ranges(block_start[by_q], np.diff(np.append(block_start, n))[by_q])
+        moved = ranges(block_start[by_q], np.diff(np.append(block_start, n))[by_q])
         order = moved if order is None else order[moved]
     return order
 
 
 def _sorted_order(qids: np.ndarray, n_q: int, scores: np.ndarray, docnos: np.ndarray) -> np.ndarray:
-    """:func:`_run_order` for any layout: an argsort of (qid, top bits of the score) keys,
+    """:func:`run_order` for any layout: an argsort of (qid, top bits of the score) keys,
     then an exact sort of each run of equal keys."""
     key = _packed(qids, n_q, _descending(scores))
     order = np.argsort(key)
@@ -213,5 +213,5 @@ def _pad(values: np.ndarray, lens: np.ndarray, width: int, fill: Any = 0) -> np.
     if np.all(lens == width):
         return values.reshape(lens.size, width)
     out = np.full((lens.size, width), fill, dtype=values.dtype)
-    out.reshape(-1)[_ranges(np.arange(lens.size) * width, lens)] = values
+    out.reshape(-1)[ranges(np.arange(lens.size) * width, lens)] = values
     return out

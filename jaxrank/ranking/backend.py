@@ -226,6 +226,29 @@ def inverse_permutation(order: jax.Array) -> jax.Array:
     return inv.reshape(order.shape)
 
 
+def take(x: jax.Array, idx: jax.Array) -> jax.Array:
+    """``x`` gathered at ``idx`` along the last axis."""
+    return jnp.take_along_axis(x, idx, axis=-1)
+
+
+def opaque(x: jax.Array) -> jax.Array:
+    """``x``, as a value that XLA cannot see into (no constant folding, no rewrite by the
+    kind of operation that made it)."""
+    return lax.optimization_barrier(x)
+
+
+def divide(a, b) -> jax.Array:
+    """``a / b`` rounded once, as C and NumPy divide (broadcast against each other).
+
+    XLA rewrites a division by a constant or by a broadcast value into a multiplication by
+    its reciprocal, one ulp off for many quotients (3 / 40 = 0.075, 3 * (1 / 40) =
+    0.07500000000000001); the divisor behind an optimisation barrier is seen by no such
+    rewrite. Plain XLA: valid under ``vmap``, ``grad``, ``shard_map`` and sharded ``jit``.
+    """
+    a, b = jnp.broadcast_arrays(jnp.asarray(a), jnp.asarray(b))
+    return a / opaque(b)
+
+
 def segment_bounds(key_sorted: jax.Array):
     """Start (inclusive) and end (exclusive) position of each position's tie group."""
     depth = key_sorted.shape[-1]

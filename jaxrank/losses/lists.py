@@ -16,11 +16,10 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxrank import _checks
-from jaxrank.metrics import _segments
-from jaxrank.metrics._segments import SegmentSlots
+from jaxrank.metrics import segments as _segments
+from jaxrank.metrics.segments import SegmentSlots
 from jaxrank.ranking import hard
-from jaxrank.ranking._backend import argsort_descending, inverse_permutation
-from jaxrank.ranking._ties import take
+from jaxrank.ranking.backend import argsort_descending, inverse_permutation, take
 
 
 class Lists(NamedTuple):

@@ -1,6 +1,6 @@
 """What a parsed measure is: :class:`Measure` (a computation family with static
 parameters), the :class:`Column` s it prints, the :class:`Plan` of one evaluation, and
-:class:`MeasureError`. :mod:`jaxrank.trec.measures` builds them from strings.
+:class:`MeasureError`. :mod:`jaxrank.measures.parse` builds them from strings.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from jaxrank.aggregate import GMEAN_FLOOR
+from jaxrank.measures._aggregate import GMEAN_FLOOR
 
 #: trec_eval's floor for geometric means (``MIN_GEO_MEAN`` in trec_eval.h).
 MIN_GEO_MEAN = GMEAN_FLOOR
