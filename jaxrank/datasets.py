@@ -1,4 +1,4 @@
-"""Learning-to-rank files; they are read by :mod:`jaxrank.lists._svmlight`."""
+"""Learning-to-rank files; they are read by :mod:`jaxrank.lists`."""
 
 from jaxrank.lists import SvmlightData, pad_queries, read_svmlight
 

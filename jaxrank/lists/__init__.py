@@ -1,7 +1,7 @@
 """Data to padded lists: flat ``preds, target, indexes`` grouped by query
-(:mod:`~jaxrank.lists._grouping`), retrieved ids joined with the qrels
-(:mod:`~jaxrank.lists._join`), svmlight / LETOR files read into ``[query, doc, feature]``
-arrays (:mod:`~jaxrank.lists._svmlight`). Every metric and loss takes what they return.
+(:func:`group_by_query`), retrieved ids joined with the qrels (:func:`join`), svmlight /
+LETOR files read into ``[query, doc, feature]`` arrays (:func:`read_svmlight`,
+:func:`pad_queries`). Every metric and loss takes what they return.
 """
 
 from jaxrank.lists._grouping import Grouped, group_by_query

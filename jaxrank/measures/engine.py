@@ -22,6 +22,9 @@ import numpy as np
 from jaxrank.measures._ctx import _Ctx
 from jaxrank.measures.kernels import _FAMILIES
 from jaxrank.measures.parse import Plan
+from jaxrank.ranking.backend import (
+    bucket as bucket,
+)  # the one shape rule; the TREC layer and the CLI call it engine.bucket
 
 __all__ = ["Compiled", "Lowered", "lower_plan"]
 
@@ -147,16 +150,6 @@ def relstring_text(codes: np.ndarray) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- batch shapes
-
-
-def bucket(x: int, minimum: int = 8) -> int:
-    """``x`` rounded up to a size from a short list (at most 1/8 larger), so that calls of
-    similar sizes share a compiled function."""
-    if x <= minimum:
-        return minimum
-    p = 1 << (x - 1).bit_length()
-    step = max(p // 8, 1)
-    return -(-x // step) * step
 
 
 # Queries per compiled call: a batch of at most about this many (query, document) cells

@@ -226,6 +226,16 @@ def inverse_permutation(order: jax.Array) -> jax.Array:
     return inv.reshape(order.shape)
 
 
+def bucket(x: int, minimum: int = 8) -> int:
+    """``x`` rounded up to a size from a short list (at most 1/8 larger), so that calls of
+    similar sizes share a compiled function."""
+    if x <= minimum:
+        return minimum
+    p = 1 << (x - 1).bit_length()
+    step = max(p // 8, 1)
+    return -(-x // step) * step
+
+
 def take(x: jax.Array, idx: jax.Array) -> jax.Array:
     """``x`` gathered at ``idx`` along the last axis."""
     return jnp.take_along_axis(x, idx, axis=-1)

@@ -48,8 +48,8 @@ from typing import Optional
 
 import numpy as np
 
-from jaxrank.measures.engine import bucket
 from jaxrank.measures.names import DIVERSITY
+from jaxrank.ranking.backend import bucket
 from jaxrank.trec._report import Report
 from jaxrank.trec._report import summary as _summary
 from jaxrank.trec.subtopics import DEPTH, SubtopicQrels, read_subtopic_qrels
