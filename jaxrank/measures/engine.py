@@ -35,7 +35,7 @@ __all__ = ["Compiled", "Lowered", "lower_plan"]
 # everything else, gets the ranks as an argument; having no host callback, its compiled code
 # can be kept in JAX's persistent compilation cache across processes (``jaxrank eval`` turns
 # that cache on).
-_SORTING = frozenset({"ndcg_exp"})  # calls metrics.ndcg
+_SORTING = frozenset({"ndcg_exp", "compat"})  # call metrics.ndcg, or rank the judgments (Compat)
 _IDEAL = frozenset({"ndcg", "ndcg_cut", "G", "ndcg_rel", "Rndcg", "ideal_dcg"})  # use ctx.ideal
 
 

@@ -310,5 +310,51 @@ def _rbp_resid(ctx, m):
     return _col(jnp.where(row_sum(unj) > 0, resid, 0.0))
 
 
+# ir_measures' Accuracy and Compat, and the C/W/L measures of its cwl_eval provider: the
+# metrics of jaxrank.metrics.agreement and .cwl over the shared ranking.
+@_family("accuracy")
+def _accuracy(ctx, m):
+    k = list(m.cuts) if m.cuts else None
+    labels = jnp.where(ctx.rr == -1, 0.0, ctx.rr)  # ir_measures: a document not in the qrels is 0
+    out = ctx.metric(metrics.accuracy, labels=labels, rel=ctx.level(m), k=k)
+    return out if m.cuts else _col(out)
+
+
+@_family("compat")
+def _compat(ctx, m):
+    """Compat's ideal is the judgments by rel, nDCG's ideal ordering (computed in the stage
+    that sorts: engine._SORTING)."""
+    level, pairs = ctx.level(m), dict(m.pairs)
+    ideal = ctx.ideal_ranks(()) if level >= 1 else None  # it holds the rels > 0
+    kw = dict(p=pairs["p"], normalize=bool(pairs["normalize"]), ideal_ranks=ideal)
+    return _col(ctx.metric(metrics.compatibility, judged=True, rel=level, **kw))
+
+
+_CWL = {
+    "inst": (metrics.inst, ("T",)),
+    "insq": (metrics.insq, ("T",)),
+    "bpm": (metrics.bpm, ("T",)),
+    "sdcg": (metrics.sdcg, ()),
+    "nerr8": (metrics.nerr8, ()),
+    "nerr9": (metrics.nerr9, ()),
+    "nerr10": (metrics.nerr10, ("p",)),
+    "nerr11": (metrics.nerr11, ("T",)),
+}
+
+
+@_family(*_CWL)
+def _cwl(ctx, m):
+    """cwl-eval as ir_measures calls it: rels clipped to [min_rel, max_rel] after negative
+    ones to 0, scaled to [0, 1]; a document not in the qrels gains 0; at most its 1000
+    documents (``max_n``)."""
+    fn, names = _CWL[m.family]
+    pairs = dict(m.pairs)
+    low, high = pairs["min_rel"], pairs["max_rel"]
+    labels = jnp.where(ctx.rr == -1, low, jnp.maximum(ctx.rr, 0.0))
+    k = min(m.cuts[0], metrics.cwl.DEPTH) if m.cuts else metrics.cwl.DEPTH
+    extra = {name: pairs[name] for name in names}
+    return _col(ctx.metric(fn, labels=labels, k=k, min_rel=low, max_rel=high, **extra))
+
+
 # Every family, by name.
 _FAMILIES = {**_BY_RANKS, **_ranked_list.FAMILIES}

@@ -208,6 +208,44 @@ def _diversity(family: str) -> _IrSpec:
     return _IrSpec(params, _diversity_spec(family), at="cutoff" if "cutoff" in params else None)
 
 
+def _unit(prob, text: str) -> float:
+    if isinstance(prob, bool) or not isinstance(prob, (int, float)) or not 0 < prob <= 1:
+        raise MeasureError(f"{text!r}: p must be in (0, 1], got {prob!r}")
+    return float(prob)
+
+
+def _compat_spec(p: dict, text: str) -> tuple:
+    if not isinstance(p["normalize"], bool):
+        raise MeasureError(f"{text!r}: normalize must be True or False, got {p['normalize']!r}")
+    return "compat", {"pairs": (("normalize", float(p["normalize"])), ("p", _unit(p["p"], text)))}
+
+
+def _cwl(family: str, **params) -> _IrSpec:
+    """A C/W/L measure of ir_measures' cwl_eval provider (``jaxrank.metrics.cwl``): integer
+    ``min_rel`` < ``max_rel`` (required), ``T`` > 0, ``p`` in (0, 1], the cutoff after '@'."""
+
+    def spec(p: dict, text: str) -> tuple:
+        for key in ("min_rel", "max_rel"):
+            if isinstance(p[key], bool) or not isinstance(p[key], int):
+                raise MeasureError(f"{text!r}: {key} must be an integer, got {p[key]!r}")
+        if p["min_rel"] >= p["max_rel"]:
+            raise MeasureError(f"{text!r}: min_rel must be below max_rel, got {p['min_rel']} and {p['max_rel']}")
+        pairs = [("max_rel", float(p["max_rel"])), ("min_rel", float(p["min_rel"]))]
+        if "T" in p:
+            t = p["T"]
+            if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < float("inf"):
+                raise MeasureError(f"{text!r}: T must be a positive number, got {t!r}")
+            pairs.append(("T", float(t)))
+        if "p" in p:
+            pairs.append(("p", _unit(p["p"], text)))
+        if p.get("dcg", "log2") != "log2":
+            raise MeasureError(f"{text!r}: dcg must be 'log2', got {p['dcg']!r}")
+        return family, {"pairs": tuple(pairs)}
+
+    params = {**params, "min_rel": 0, "max_rel": _REQ}
+    return _IrSpec(params, spec, at="cutoff" if "cutoff" in params else None)
+
+
 @dataclasses.dataclass(frozen=True)
 class _IrSpec:
     params: dict  # name -> default (_REQ: required)
@@ -246,6 +284,16 @@ _IR: dict[str, _IrSpec] = {
     "NumRet": _IrSpec({"rel": None}, _num_ret_spec, at=None),
     "RBP": _IrSpec({"cutoff": None, "p": 0.8, "rel": None}, _rbp_spec),
     **{name: _diversity(name) for name in DIVERSITY},
+    "Accuracy": _IrSpec({"cutoff": None, "rel": None}, _fixed("accuracy")),
+    "Compat": _IrSpec({"p": 0.95, "normalize": True}, _compat_spec, at=None),
+    "INST": _cwl("inst", T=1.0),
+    "INSQ": _cwl("insq", T=1.0),
+    "BPM": _cwl("bpm", cutoff=_REQ, T=1.0),
+    "SDCG": _cwl("sdcg", cutoff=_REQ, dcg="log2"),
+    "NERR8": _cwl("nerr8", cutoff=_REQ),
+    "NERR9": _cwl("nerr9", cutoff=_REQ),
+    "NERR10": _cwl("nerr10", p=0.9),
+    "NERR11": _cwl("nerr11", T=1.0),
 }
 _IR_ALIASES: dict[str, tuple[str, dict]] = {
     "MAP": ("AP", {}),
@@ -314,7 +362,7 @@ def _ir_measure(text: str) -> Measure:
     p = {k: given.get(k, d) for k, d in spec.params.items()}
     for key, value in p.items():
         if value is _REQ:
-            raise MeasureError(f"{text!r}: {name} needs {'@' if key == spec.at else key + '='}{key}")
+            raise MeasureError(f"{text!r}: {name} needs {'@' + key if key == spec.at else key + '=...'}")
     cutoff = p.get("cutoff")
     if cutoff is not None and (isinstance(cutoff, bool) or not isinstance(cutoff, int) or cutoff <= 0):
         raise MeasureError(f"{text!r}: the cutoff must be a positive integer, got {cutoff!r}")

@@ -3,8 +3,10 @@
 Modules: :mod:`~jaxrank.metrics.ir` (the trec_eval family), :mod:`~jaxrank.metrics.counts`
 (num_ret, num_rel, num_rel_ret), :mod:`~jaxrank.metrics.diversity` (alpha-nDCG, ERR-IA and
 the other intent-aware measures of ndeval), :mod:`~jaxrank.metrics.curves` (precision-recall curve,
-ROC AUC), :mod:`~jaxrank.metrics.correlation` (Spearman, Kendall) and
-:mod:`~jaxrank.metrics.sets` (retrieved id sets, the PR-curve area).
+ROC AUC), :mod:`~jaxrank.metrics.correlation` (Spearman, Kendall),
+:mod:`~jaxrank.metrics.sets` (retrieved id sets, the PR-curve area), and the measures of
+ir_measures that trec_eval lacks: :mod:`~jaxrank.metrics.cwl` (cwl-eval's C/W/L measures INST,
+INSQ, BPM, SDCG, NERR) and :mod:`~jaxrank.metrics.agreement` (Accuracy, Compat).
 
 Conventions shared by every metric (see ``docs/conventions.rst``):
 
@@ -26,11 +28,13 @@ Conventions shared by every metric (see ``docs/conventions.rst``):
   to share one ranking pass between several metrics.
 """
 
+from jaxrank.metrics.agreement import accuracy, compatibility
 from jaxrank.metrics.common import log2_discount as log2_discount  # a helper
 from jaxrank.metrics.correlation import kendall_tau, ordered_pair_accuracy, spearman
 from jaxrank.metrics.counts import num_rel, num_rel_ret, num_ret
 from jaxrank.metrics.curves import precision_recall_curve, recall_at_fixed_precision, roc_auc
 from jaxrank.metrics.curves import recall_at_precision_from_curve as recall_at_precision_from_curve  # a helper
+from jaxrank.metrics.cwl import bpm, insq, inst, nerr8, nerr9, nerr10, nerr11, sdcg
 from jaxrank.metrics.diversity import (
     alpha_dcg,
     alpha_ndcg,
@@ -62,17 +66,26 @@ from jaxrank.metrics.sets import graded_average_precision, pr_auc, set_precision
 
 # The metrics (helpers, imported "as" themselves above, are not): jaxrank exports this list.
 __all__ = [
+    "accuracy",
     "alpha_dcg",
     "alpha_ndcg",
     "ap_ia",
     "average_precision",
+    "bpm",
+    "compatibility",
     "dcg",
     "err",
     "err_ia",
     "fallout",
     "graded_average_precision",
+    "insq",
+    "inst",
     "kendall_tau",
     "ndcg",
+    "nerr10",
+    "nerr11",
+    "nerr8",
+    "nerr9",
     "nerr_ia",
     "nnrbp",
     "nrbp",
@@ -90,6 +103,7 @@ __all__ = [
     "recall_at_fixed_precision",
     "reciprocal_rank",
     "roc_auc",
+    "sdcg",
     "set_precision",
     "set_recall",
     "spearman",
