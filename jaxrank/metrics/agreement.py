@@ -91,7 +91,8 @@ def compatibility(
     of the list) by label, descending; documents of one label keep the ranking's order,
     the retrieved ones first, as ir_measures orders them (by the run's score within a
     grade). ``k`` cuts the ranking after ``k`` documents (ir_measures has no cutoff).
-    0 without a relevant document. ``ideal_ranks``: that ideal ranking by label, when the
+    0 without a relevant document. The relevant items of the list are taken to be among the
+    judgments (as they are when both come from one qrels). ``ideal_ranks``: that ideal ranking by label, when the
     caller has it (exact ranks of the judgments, e.g. nDCG's; documents below ``rel`` may
     be in it), so that the judgments are not ranked again.
 
