@@ -728,3 +728,47 @@ def test_metrics_and_transformations_under_shard_map_and_sharded_jit_on_8_device
     report = json.loads(run_with_host_devices(SHARDED, devices=8).split("REPORT", 1)[1])
     assert report["finite"]
     assert report["shard_map"] <= 2e-6 and report["jit"] <= 2e-6, report
+
+
+def test_issue_35_any_callable_empty_lambdaweights_and_exact_normalisation():
+    """rax users' defects of issue 35: t12n of a partial / lambda / jitted metric (rax takes
+    any callable), lambdaweights of an empty list (rax: an empty array), and
+    normalize_probabilities dividing exactly (5 / 12, not 5 * (1 / 12)); one program."""
+    s = jnp.array([[0.0, 1.0, 3.0, 2.0], [1.0, -1.0, 0.5, 2.0]], jnp.float32)
+    y = jnp.array([[0.0, 1.0, 0.0, 2.0], [1.0, 0.0, 0.0, 1.0]], jnp.float32)
+    x = np.asarray([[0, 1, 2], [3, 4, 5]], np.float32)
+    empty = [jnp.zeros(shape, jnp.float32) for shape in ((0,), (2, 0))]
+    names = ("dcg_lambdaweight", "dcg2_lambdaweight", "labeldiff_lambdaweight")
+
+    @jax.jit
+    def both(s, y, x):
+        out = {}
+        for lib in (jr, rax):
+            metric = lib.ndcg_metric
+            callables = dict(
+                partial=functools.partial(metric, topn=2),
+                lambda_=lambda a, b, metric=metric, **kw: metric(a, b, topn=2, **kw),
+                jitted=jax.jit(metric, static_argnames=("topn", "rank_fn", "cutoff_fn")),
+            )
+            for name, fn in callables.items():
+                for t12n in ("approx_t12n", "bound_t12n"):
+                    out[f"{lib.__name__} {name} {t12n}"] = getattr(lib, t12n)(fn)(s, y)
+            out[f"{lib.__name__} empty"] = [getattr(lib, n)(e, e) for n in names for e in empty]
+        out["gumbel"] = jr.gumbel_t12n(functools.partial(jr.ndcg_metric, topn=2))(s, y, key=jax.random.PRNGKey(0))
+        out["normalised"] = jr.utils.normalize_probabilities(x)
+        return out
+
+    out = both(s, y, x)
+    for key in [k for k in out if k.startswith(jr.__name__ + " ") and k.endswith("t12n")]:
+        want = out[key.replace(jr.__name__, rax.__name__, 1)]
+        np.testing.assert_allclose(out[key], want, **TOL, err_msg=key)
+    for got, want in zip(out[f"{jr.__name__} empty"], out[f"{rax.__name__} empty"]):
+        assert got.shape == want.shape and got.size == 0
+    assert out["gumbel"].shape == () and np.isfinite(out["gumbel"])
+    assert jr.approx_t12n(functools.partial(jr.ndcg_metric, topn=10)).__name__ == "approx_ndcg_metric"
+    assert jr.bound_t12n(functools.partial(jr.mrr_metric)).__name__ == "bounded_mrr_metric"
+    p = np.asarray(out["normalised"])
+    assert p.dtype == np.float32 and p[1, 2] == np.float32(5) / np.float32(12)  # 0.41666666, not 0.41666669
+    np.testing.assert_array_equal(p, x / np.asarray([[3], [12]], np.float32))
+    eager = np.asarray(jr.utils.normalize_probabilities(jnp.asarray(x)))  # outside jit too (XLA, alone)
+    np.testing.assert_array_equal(eager, p)

@@ -40,6 +40,7 @@ from jaxrank.losses import lambdaweights
 from jaxrank.losses import lists as _lists
 from jaxrank.losses.pairwise import hinge, logistic, mse, qr, soft_zero_one
 from jaxrank.ranking import given, pairwise_ranks
+from jaxrank.ranking.backend import divide
 
 __all__ = [
     "ap_metric",
@@ -113,13 +114,20 @@ def normalize_probabilities(
     segments = None if segments is None else jnp.moveaxis(jnp.asarray(segments), axis, -1)
     x = x.astype(jnp.promote_types(x.dtype, jnp.float32))
     lists = _lists.prepare(x, x, where, segments)
-    p = losses._distribution(lists, lists.labels, empty="uniform")
+    values, ones = lists.labels, lists.valid.astype(lists.labels.dtype)  # x, 0 where not valid
+
+    def total(v):  # per item, the sum over the valid items of its list (segment)
+        return jnp.sum(v, axis=-1, keepdims=True) if lists.same is None else _lists.segment_sum(v, lists.same)
+
+    # divided exactly: XLA turns x / total into x * (1 / total), one ulp off (5 / 12: 0.41666669)
+    mass = total(values)
+    p = jnp.where(mass != 0, divide(values, jnp.where(mass != 0, mass, 1)), divide(ones, jnp.maximum(total(ones), 1)))
     if where is not None:
         # A list (segment) without a valid item: uniform over all of its items.
         seg = jnp.zeros(x.shape, jnp.int32) if segments is None else segments
         same = seg[..., :, None] == seg[..., None, :]
         none_valid = ~jnp.any(same & lists.valid[..., None, :], axis=-1)
-        p = jnp.where(none_valid, 1.0 / jnp.sum(same, axis=-1), p)
+        p = jnp.where(none_valid, divide(1.0, jnp.sum(same, axis=-1).astype(p.dtype)), p)
     return jnp.moveaxis(p.astype(x.dtype), -1, axis)
 
 
@@ -426,12 +434,23 @@ def labeldiff_lambdaweight(
     weights: Optional[Array] = None,
 ) -> Array:
     """:math:`|y_i - y_j|`, ``[..., n * n]`` (:func:`jaxrank.lambdaweights.labeldiff`)."""
+    if jnp.shape(scores)[-1] == 0:
+        return _empty_pairs(scores)
     return _flat_pairs(lambdaweights.labeldiff(scores, labels, where=where, segments=segments, weights=weights))
 
 
 def _list_size_scaled(fn, scores, kwargs) -> Array:
     # rax scales its DCG lambdaweights by the (padded) list size "to avoid too small values".
+    if jnp.shape(scores)[-1] == 0:  # an empty list has no pairs: rax's empty array
+        return _empty_pairs(scores)
     return _flat_pairs(fn(scores, **kwargs)) * jnp.shape(scores)[-1]
+
+
+def _empty_pairs(scores) -> Array:
+    """The pairs of empty lists, ``[..., 0]``, in the dtype of the weights of other lists."""
+    scores = jnp.asarray(scores)
+    dtype = jnp.promote_types(jnp.promote_types(scores.dtype, jnp.float32), jnp.result_type(float))
+    return jnp.zeros(scores.shape[:-1] + (0,), dtype)
 
 
 def _rax_form(lambdaweight):
@@ -646,7 +665,7 @@ def _accepts(fn, **kwargs) -> bool:
     try:
         inspect.signature(fn).bind_partial(**kwargs)
         return True
-    except TypeError:
+    except (TypeError, ValueError):  # ValueError: a callable without a signature
         return False
 
 
@@ -675,9 +694,24 @@ def _with_hooks(metric_fn, rank_step, cutoff_step, prefix: str):
     def metric_loss(scores, labels, **kwargs):
         return -metric_fn(scores, labels, **{**hooks, **kwargs})
 
-    metric_loss.__name__ = metric_loss.__qualname__ = f"{prefix}_{metric_fn.__name__}"
-    metric_loss.__doc__ = f"{prefix.capitalize()} {metric_fn.__doc__}"
+    metric_loss.__name__ = metric_loss.__qualname__ = f"{prefix}_{_fun_name(metric_fn)}"
+    metric_loss.__doc__ = f"{prefix.capitalize()} {_fun_doc(metric_fn)}"
     return metric_loss
+
+
+def _fun_name(fn) -> str:
+    """The name of any callable, as ``jax.util.wraps`` (rax's decorator) takes it: its
+    ``__name__``, a partial's function's, else ``<unnamed function>`` (a callable object)."""
+    name = getattr(fn, "__name__", None)
+    if name is not None:
+        return name
+    return _fun_name(fn.func) if isinstance(fn, functools.partial) else "<unnamed function>"
+
+
+def _fun_doc(fn) -> str:
+    while isinstance(fn, functools.partial):  # a partial's own __doc__ is functools.partial's
+        fn = fn.func
+    return getattr(fn, "__doc__", "") or ""
 
 
 def approx_t12n(metric_fn, temperature: float = 1.0):
