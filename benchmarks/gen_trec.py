@@ -67,16 +67,23 @@ def generate_run(
     seed: int = 0,
     *,
     tag: str = "synthetic",
+    pool_seed: int | None = None,
 ) -> Path:
     """Write a TREC run (``qid Q0 docno rank score tag``) with ``n_docs`` docs per query.
 
     Lines are grouped by query, in numeric qid order, and by descending score within a query
     (as most systems write them). Scores have 4 decimals, so a run of 1,000 docs has ties.
+    The documents are the first ``n_docs`` of each query's pool of seed ``seed``; with
+    ``pool_seed``, ``n_docs`` drawn at random (by ``seed``) among the first ``2 n_docs`` of
+    the pool of seed ``pool_seed``: several runs of one qrels (``generate_qrels(...,
+    seed=pool_seed)``, which judges among those) then retrieve different documents.
     """
     path = Path(path)
     rng = np.random.default_rng(seed)
     qidx = np.repeat(np.arange(n_queries), n_docs)
     i = np.tile(np.arange(n_docs), n_queries)
+    if pool_seed is not None:
+        i = np.argsort(rng.random((n_queries, 2 * n_docs)), axis=1)[:, :n_docs].ravel()
     scores = np.round(rng.normal(10.0, 2.0, size=(n_queries, n_docs)), 4)
     scores = -np.sort(-scores, axis=1)
     ranks = (i + 1).astype("S7")
@@ -91,7 +98,7 @@ def generate_run(
     columns = [
         _qid_bytes(n_queries)[qidx],
         np.full(n, b"Q0", dtype="S2"),
-        _docnos(qidx, i, n_queries, seed),
+        _docnos(qidx, i, n_queries, seed if pool_seed is None else pool_seed),
         ranks,
         score_txt,
         np.full(n, tag.encode(), dtype=f"S{max(1, len(tag.encode()))}"),

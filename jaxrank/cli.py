@@ -3,7 +3,7 @@
 
 ::
 
-    jaxrank eval QRELS RUN [-m MEASURE ...] [-q] [-c] [-M N] [-l N] [-J] [-N N] [-n]
+    jaxrank eval QRELS RUN [RUN ...] [-m MEASURE ...] [-q] [-c] [-M N] [-l N] [-J] [-N N] [-n]
                  [-R qrels|qrels_jg|prefs|qrels_prefs] [-Z ZSCORES_FILE] [--format trec|json|csv] [--trec-eval-version 10|9]
 
 ``-m`` takes trec_eval names (``-m all_trec``, ``-m P.5,10``, ``-mndcg_cut.10``) and
@@ -13,6 +13,13 @@ is evaluated (a note goes to stderr, so stdout stays trec_eval's). Run queries a
 the qrels are skipped, as trec_eval skips them, and a line on stderr says how many (nothing
 when there are none). Bad input ends with exit status 1 and one line on stderr, with nothing
 on stdout.
+
+Several runs (``jaxrank eval QRELS RUN1 RUN2 ...``): the qrels are read once, and each run
+is evaluated in turn (runs of one batch shape share the compiled program), its output
+printed as ``jaxrank eval QRELS RUN`` prints it, in the order given. ``--format json``
+prints one JSON object per run and line, with ``"run": RUN`` first; ``--format csv`` one
+table, ``run,measure,qid,value``. A run that cannot be evaluated gets its one line on
+stderr, naming it, and the others are still evaluated; the exit status is then 1.
 
 The command's start-up latency machinery lives here, not in the Python API: XLA flags and
 the persistent compilation cache, compilation started in the background for the batch shape
@@ -55,18 +62,25 @@ def _parser() -> argparse.ArgumentParser:
     ev = sub.add_parser(
         "eval",
         help="evaluate a TREC run against qrels (trec_eval-compatible)",
-        description="Evaluate a TREC run against qrels; output as trec_eval's. "
-        "Without files, the demo pair shipped with jaxrank is evaluated.",
+        description="Evaluate a TREC run against qrels; output as trec_eval's. Several runs: each is "
+        "printed as if alone, in order. Without files, the demo pair shipped with jaxrank is evaluated.",
     )
     ev.add_argument("qrels", nargs="?", help="qrels file (qid iter docno rel); - reads standard input")
-    ev.add_argument("run", nargs="?", help="run file (qid Q0 docno rank score tag); - reads standard input")
+    ev.add_argument(
+        "runs",
+        nargs="*",
+        metavar="RUN",
+        help="run file (qid Q0 docno rank score tag); - reads standard input. Several: each is evaluated in "
+        "turn against the qrels read once, its output as alone (json: one line per run, csv: one table, "
+        "both with a run field)",
+    )
     ev.add_argument(
         "-m",
         dest="measures",
         action="append",
         metavar="MEASURE",
-        help="measure: trec_eval name (map, P.5,10, all_trec) or ir_measures string "
-        "(nDCG@10); repeatable; default: trec_eval's official set",
+        help="measure: trec_eval name (map, P.5,10, all_trec), ir_measures string "
+        "(nDCG@10) or ranx name (hits@5, rbp.95); repeatable; default: trec_eval's official set",
     )
     ev.add_argument("-q", dest="per_query", action="store_true", help="also print each query's values")
     ev.add_argument(
@@ -305,11 +319,13 @@ def _peek_depth(source) -> Optional[int]:
     return count or None
 
 
-def _speculate(plan: Plan, q: Qrels, run_source, *, max_docs) -> Optional[tuple]:
+def _speculate(plan: Plan, q: Qrels, run_source, *, max_docs, trim: bool = True) -> Optional[tuple]:
     """Start compiling, in the background, for the batch shape the run most likely gives:
     the qrels' queries and judgments, and the depth of the run's first query. Compilation
-    then overlaps the parsing of the run. Returns the shape, or None."""
-    _release_freed_memory()
+    then overlaps the parsing of the run. Returns the shape, or None. ``trim``: first give
+    the memory freed by reading the qrels back (once: not again for the next runs)."""
+    if trim:
+        _release_freed_memory()
     depth = _peek_depth(run_source)
     if depth is None or len(q) == 0:
         return None
@@ -326,26 +342,31 @@ def _speculate(plan: Plan, q: Qrels, run_source, *, max_docs) -> Optional[tuple]
     return shape
 
 
-def _unjudged_note(qids: Sequence[str], shown: int = 5) -> str:
+def _unjudged_note(qids: Sequence[str], shown: int = 5, run: Optional[str] = None) -> str:
     """The line ``jaxrank eval`` writes on stderr when run queries were skipped for having no
     judgments: trec_eval skips them silently (with ``-c`` too), so a user who mistyped the
     qrels or mixed up topic sets would not know. The first ``shown`` are named.
 
     >>> _unjudged_note(["q7", "q8", "q9"])
     'jaxrank eval: skipped 3 run queries with no judgments in the qrels (trec_eval skips them too): q7, q8, q9'
-    >>> _unjudged_note(["q7"])
-    'jaxrank eval: skipped 1 run query with no judgments in the qrels (trec_eval skips it too): q7'
+    >>> _unjudged_note(["q7"], run="a.run")
+    'jaxrank eval: a.run: skipped 1 run query with no judgments in the qrels (trec_eval skips it too): q7'
     """
     n = len(qids)
     names = ", ".join(qids[:shown]) + (", ..." if n > shown else "")
     what, them = ("query", "it") if n == 1 else ("queries", "them")
-    return f"jaxrank eval: skipped {n} run {what} with no judgments in the qrels (trec_eval skips {them} too): {names}"
+    which = "" if run is None else f"{run}: "
+    return (
+        f"jaxrank eval: {which}skipped {n} run {what} with no judgments in the qrels (trec_eval skips {them} too): "
+        f"{names}"
+    )
 
 
-def _run_eval(args) -> str:
+def _run_eval(args) -> tuple[str, int]:
+    """The output of ``jaxrank eval`` and its exit status (several runs: written as each is
+    evaluated, and the text returned is empty)."""
     from jaxrank import trec
     from jaxrank.measures.parse import parse_measures
-    from jaxrank.trec.evaluate import report
 
     if args.rel_format == "qrels_jg":
         from jaxrank.trec.judgment_groups import parse_jg_measures
@@ -357,16 +378,65 @@ def _run_eval(args) -> str:
         parse_prefs_measures(args.measures)
     else:
         parse_measures(args.measures)
-    qrels, run = args.qrels, args.run
-    if qrels is None and run is None:
+    qrels, runs = args.qrels, [str(r) for r in args.runs]
+    if qrels is None and not runs:
         qrels, run = trec.demo_paths()
+        runs = [str(run)]
         print(f"jaxrank: no files given; evaluating the demo pair shipped with jaxrank: {qrels} {run}", file=sys.stderr)
-    elif run is None:
-        raise _UsageError("give both QRELS and RUN, or neither for the demo pair")
+    elif not runs:
+        raise _UsageError("give QRELS and RUN (or several RUNs), or neither for the demo pair")
+    if len(runs) == 1:
+        rep = _report(args, str(qrels), runs[0])
+        if rep.unjudged:
+            print(_unjudged_note(rep.unjudged), file=sys.stderr)
+        return _formatted(args, rep), 0
+    from jaxrank.trec.evaluate import qrels_once
+
+    once = qrels_once(str(qrels), args.measures, args.rel_format)
+    status = 0
+    header = True  # csv: one header for all the runs
+    for i, run in enumerate(runs):
+        try:
+            rep = _report(args, once, run, trim=i == 0)
+        except Exception as e:  # this run only: one line naming it; the others go on
+            print(f"jaxrank: {_about_run(run, e)}", file=sys.stderr)
+            status = 1
+            continue
+        if rep.unjudged:
+            print(_unjudged_note(rep.unjudged, run=run), file=sys.stderr)
+        sys.stdout.write(_formatted(args, rep, run=run, header=header))
+        header = False
+    return "", status
+
+
+def _about_run(run: str, e: Exception) -> str:
+    """The line for a run that could not be evaluated, naming the run."""
+    from jaxrank.trec import MeasureError, TrecFormatError
+
+    known = isinstance(e, (TrecFormatError, MeasureError, ValueError, OSError))
+    text = _one_line(e)
+    if not text.startswith((f"{run}:", f"{Path(run)}:")):
+        text = f"{run}: {text}"
+    return text if known else f"internal error ({type(e).__name__}): {text}"
+
+
+def _formatted(args, rep, run: Optional[str] = None, header: bool = True) -> str:
+    """A report in the asked format; ``run`` names it (json, csv) among several runs."""
+    if args.format == "json":
+        return rep.to_json(args.per_query, run=run)
+    if args.format == "csv":
+        return rep.to_csv(args.per_query, summary=not args.no_summary, run=run, header=header)
+    return rep.to_trec(args.per_query, summary=not args.no_summary)
+
+
+def _report(args, qrels, run: str, trim: bool = True):
+    """One run's report, with compilation started in the background while it is read."""
+    from jaxrank.trec.evaluate import report
+
     try:
-        rep = report(
-            str(qrels),
-            str(run),
+        return report(
+            qrels,
+            run,
             args.measures,
             complete=args.complete,
             max_docs=args.max_docs,
@@ -376,17 +446,10 @@ def _run_eval(args) -> str:
             version=args.version,
             zscores=args.zscores,
             rel_format=args.rel_format,
-            before_run=lambda plan, q: _speculate(plan, q, str(run), max_docs=args.max_docs),
+            before_run=lambda plan, q: _speculate(plan, q, run, max_docs=args.max_docs, trim=trim),
         )
     finally:
         _wait_for_compilations()
-    if rep.unjudged:
-        print(_unjudged_note(rep.unjudged), file=sys.stderr)
-    if args.format == "json":
-        return rep.to_json(args.per_query)
-    if args.format == "csv":
-        return rep.to_csv(args.per_query, summary=not args.no_summary)
-    return rep.to_trec(args.per_query, summary=not args.no_summary)
 
 
 # -- jaxrank ndeval
@@ -565,7 +628,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if command:
         _start_up()
     try:
-        text = _run_compare(args) if args.command == "compare" else _run_eval(args)
+        text, status = (_run_compare(args), 0) if args.command == "compare" else _run_eval(args)
     except _UsageError as e:
         print(f"jaxrank: {_one_line(e)}", file=sys.stderr)
         return _finish(1, command)
@@ -577,7 +640,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"jaxrank: {prefix}{_one_line(e)}", file=sys.stderr)
         return _finish(1, command)
     sys.stdout.write(text)
-    return _finish(0, command)
+    return _finish(status, command)
 
 
 def _finish(status: int, command: bool) -> int:

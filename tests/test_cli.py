@@ -214,3 +214,33 @@ def test_no_background_compilation_outlives_the_evaluation(capsys, files, monkey
     assert (status, err) == (0, "") and "ndcg_cut_13" in out
     assert len(started) == 1
     assert not [t for t in threading.enumerate() if t.name == "jaxrank-compile"]
+
+
+def test_several_runs_print_what_each_prints_alone(capsys, tmp_path):
+    """`jaxrank eval QRELS RUN1 RUN2 ...`: each run's output as alone, in order (json: one
+    object per line with "run" first; csv: one table with a run column); a bad run is named
+    on stderr, the others are still evaluated, and the exit status is 1."""
+    q = tmp_path / "q"
+    q.write_text("# comment\n" + QRELS)
+    runs = []
+    for i, text in enumerate([RUN, RUN.replace("0.9", "0.1"), "q1 Q0 d1 1 0.9\n", RUN.replace("tag", "other")]):
+        runs.append(str(tmp_path / f"r{i}"))
+        Path(runs[-1]).write_text(text)
+    good = [runs[0], runs[1], runs[3]]
+    flags = ["-q", "-c", "-M", "2", "-m", "official", "-m", "hits@2", "-m", "nDCG@2"]
+    for fmt in ("trec", "json", "csv"):
+        alone = [run_cli(capsys, *flags, "--format", fmt, str(q), r)[1] for r in good]
+        status, out, err = run_cli(capsys, *flags, "--format", fmt, str(q), *runs)
+        assert status == 1 and err.count("\n") == 1 and err.startswith(f"jaxrank: {runs[2]}:1: "), err
+        if fmt == "trec":
+            assert out == "".join(alone)
+        elif fmt == "json":
+            assert [json.loads(line) for line in out.splitlines()] == [
+                {"run": r, **json.loads(a)} for r, a in zip(good, alone)
+            ]
+            assert all(line.startswith('{"run": ') for line in out.splitlines())
+        else:
+            rows = list(csv.reader(io.StringIO(out)))
+            want = [row for r, a in zip(good, alone) for row in [[r, *x] for x in csv.reader(io.StringIO(a))][1:]]
+            assert rows == [["run", "measure", "qid", "value"], *want]
+    assert run_cli(capsys, str(q), runs[0], runs[1])[0] == 0

@@ -171,3 +171,25 @@ def test_eval_m_names_the_file_and_line_of_a_bad_subtopic_qrels_line(tmp_path, c
     out, err = capsys.readouterr()
     assert (status, out) == (1, "")
     assert f"{tmp_path / 'qrels'}:2:" in err and err.count("\n") == 1
+
+
+def test_subtopic_qrels_with_comments_read_as_trec_eval_10_reads_qrels(tmp_path, capsys):
+    """`#` comment lines and blank lines are skipped for the ir_measures names, as the
+    ordinary qrels reader skips them; line numbers still count them; messages show text.
+    ndeval's own reading (jaxrank ndeval) still refuses them."""
+    plain = "q1 s1 d1 1\nq1 s2 d2 2\nq1 s1 d3 0\n"
+    (tmp_path / "plain").write_text(plain)
+    (tmp_path / "commented").write_text("# topic subtopic docno judgment\n\n" + plain.replace("\n", "\n  # x y z\n", 1))
+    (tmp_path / "bad").write_text("# a comment\nq1 s1 d1 1\n\nq1 s2 d2 two\n")
+    (tmp_path / "run").write_text("q1 Q0 d2 1 3.0 tag\nq1 Q0 d3 2 2.0 tag\nq1 Q0 d1 3 1.0 tag\n")
+    outs = []
+    for name in ("plain", "commented"):
+        assert main(["eval", "-q", "-m", "alpha_nDCG@5", str(tmp_path / name), str(tmp_path / "run")]) == 0
+        outs.append(capsys.readouterr().out)
+    assert outs[0] == outs[1] and outs[0].startswith("alpha_nDCG@5          \tq1\t")
+    status = main(["eval", "-m", "alpha_nDCG@5", str(tmp_path / "bad"), str(tmp_path / "run")])
+    out, err = capsys.readouterr()
+    assert (status, out) == (1, "")
+    assert err == f"jaxrank: {tmp_path / 'bad'}:4: the judgment must be an integer, got 'two'\n"
+    status = main(["ndeval", str(tmp_path / "commented"), str(tmp_path / "run")])
+    assert status == 1 and "the topic must be a natural number, got '#'" in capsys.readouterr().err

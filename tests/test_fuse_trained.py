@@ -124,6 +124,7 @@ OPTIMIZE_CASES = [
     ("slidefuse", "min-max", "ndcg@10", {"max_w": 6}),
     ("rbc", "min-max-inverted", "mrr@10", {"min_phi": 0.05, "step": 0.05}),
     ("gmnz", "min-max", "recall@10", {"step": 0.05}),
+    ("wsum", "zmuv", "rbp.95-l2", {"step": 0.5}),  # numba's powers of p, to the last bit
 ]
 
 

@@ -433,3 +433,13 @@ def test_ambiguous_cutoff_spelling_suggests_ir_measures_and_trec_eval_names():
         parse_measures(["ndcg_10"])
     with pytest.raises(MeasureError, match=r"did you mean nDCG@5, ndcg_cut\.5\?"):
         parse_measures(["NDCG_5"])
+
+
+def test_several_runs_by_name_give_each_runs_result():
+    """jaxrank.evaluate(qrels, {name: run, ...}): the qrels read once, {name: result}, each
+    result what the run alone gives (a {qid: {docno: score}} dict stays one run)."""
+    qrels, run = random_data(4, n_queries=6)
+    other = {q: {d: -s for d, s in docs.items()} for q, docs in run.items()}
+    alone = [jaxrank.evaluate(qrels, r, ["map", "hits@3"], per_query=True) for r in (run, other)]
+    both = jaxrank.evaluate(qrels, {"a": run, "b": other}, ["map", "hits@3"], per_query=True)
+    assert both == {"a": alone[0], "b": alone[1]}

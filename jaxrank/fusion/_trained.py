@@ -23,8 +23,9 @@ over :math:`q` run over the qrels' :math:`|Q|` queries:
 
 The metrics are ranx's definitions (``ranx.evaluate``'s names: ``ndcg``, ``ndcg@10``,
 ``map@100``, ``precision@5``, ``recall``, ``f1``, ``mrr``, ``hits``, ``hit_rate``,
-``r-precision``, ``dcg``, ``dcg_burges``, ``ndcg_burges``, with ``-l2`` for a relevance level
-of 2), computed in ranx's order of operations (sums in rank order, the mean over the queries
+``r-precision``, ``dcg``, ``dcg_burges``, ``ndcg_burges``, ``rbp.95``, with ``-l2`` for a
+relevance level of 2; not ``bpref``, whose ranx value is NaN on a query without a judged
+non-relevant document), computed in ranx's order of operations (sums in rank order, the mean over the queries
 sorted), so that settings whose fused runs rank alike tie exactly, as in ranx.
 """
 
@@ -55,6 +56,7 @@ METRICS: tuple[str, ...] = (
     "ndcg_burges",
     "precision",
     "r-precision",
+    "rbp",
     "recall",
 )
 _BAYES_CUTS = (0, 5, 10, 15, 20, 30, 100, 200, 500, 1000)
@@ -76,13 +78,24 @@ _OPTIONS: dict[str, Optional[dict[str, Any]]] = {
 # ----------------------------------------------------------------------------- ranx's metrics
 
 
-def _parse_metric(metric: Any) -> tuple[str, int, int]:
-    """``(name, k, rel_lvl)`` as ranx's ``extract_metric_and_params`` reads ``metric``."""
+def _parse_metric(metric: Any) -> tuple[str, Any, int]:
+    """``(name, k, rel_lvl)`` as ranx's ``extract_metric_and_params`` reads ``metric``
+    (``rbp``: ``k`` is the persistence, ``rbp.95`` or ``rbp@95`` p = 0.95)."""
     if not isinstance(metric, str):
         raise ValueError(f"metric={metric!r} must be a ranx metric name such as 'ndcg@10'")
     name, rel_lvl = metric, "1"
     if "-l" in name:
         name, rel_lvl = name.split("-l", 1)
+    if name.startswith("rbp") and name[3:4] in (".", "@"):
+        p = name[4:]
+        if not (p.isascii() and p.isdigit()) or not rel_lvl.isdigit():
+            raise ValueError(
+                f"metric={metric!r}: rbp's persistence p is the digits after 'rbp.' (rbp.95 is p=0.95), "
+                "and the level after -l an integer"
+            )
+        return "rbp", float(f"0.{p}"), int(rel_lvl)
+    if name == "rbp":
+        raise ValueError(f"metric={metric!r}: rbp needs its persistence p, e.g. rbp.95 (p=0.95)")
     name, _, k = name.partition("@")
     if name not in METRICS:
         raise ValueError(
@@ -111,6 +124,8 @@ def _query_value(name: str, k: int, hit: np.ndarray, gain: np.ndarray, ideal: np
         return 0.0 if kp == 0 or n_rel == 0 else float(np.sum(hit[: min(kp, n)])) / kp
     if n_rel == 0:
         return 0.0
+    if name == "rbp":  # the grades as gains, over the whole run
+        return (1 - k) * _seqsum(gain * _int_powers(k, n))
     kk = n if k == 0 or k > n else k
     top = hit[:kk]
     if name in ("hits", "recall", "f1"):
@@ -139,6 +154,19 @@ def _query_value(name: str, k: int, hit: np.ndarray, gain: np.ndarray, ideal: np
     ideal_k = n_judged if k == 0 or k > n_judged else k
     idcg = _dcg(ideal[:ideal_k], burges)
     return dcg / (idcg if idcg != 0.0 else 1.0)
+
+
+def _int_powers(p: float, n: int) -> np.ndarray:
+    """``p ** i`` for ``i = 0..n-1`` as numba computes a float to an integer power (by
+    squaring: ``p ** 3`` is ``p * (p * p)``, not C's ``pow``), so that ranx's rbp is matched
+    to the last bit."""
+    e = np.arange(n)
+    out, base = np.ones(n), p
+    while e.any():
+        out = np.where(e & 1, out * base, out)
+        e >>= 1
+        base *= base
+    return out
 
 
 def _dcg(gain: np.ndarray, burges: bool) -> float:

@@ -57,6 +57,8 @@ def _num_rel(ctx, m):
 
 @_family("num_rel_ret")
 def _num_rel_ret(ctx, m):
+    if m.cuts:  # ranx's hits@k: the relevant documents in the top k
+        return ctx.metric(metrics.num_rel_ret, rel=ctx.level(m), k=list(m.cuts))
     return _col(ctx.num_rel_ret(ctx.level(m)))
 
 
@@ -137,7 +139,20 @@ def _recall(ctx, m):
 
 @_family("success")
 def _success(ctx, m):
+    if not m.cuts:  # ranx's hit_rate: a relevant document anywhere in the run
+        return _col(ctx.metric(metrics.success, rel=ctx.level(m)))
     return ctx.metric(metrics.success, rel=ctx.level(m), k=list(m.cuts))
+
+
+@_family("f1")
+def _f1(ctx, m):
+    """ranx's f1@k: ``2 (P R) / (P + R)`` of P@k (hits / k) and R@k (hits / R), 0 when both
+    are 0; without a cutoff ranx's f1 is trec_eval's ``set_F``."""
+    level = ctx.level(m)
+    hits = ctx.metric(metrics.num_rel_ret, rel=level, k=list(m.cuts))
+    p = divide(hits, jnp.asarray(m.cuts, ctx.fdtype))
+    r = _safe_div(hits, ctx.num_rel(level)[..., None])
+    return 2.0 * _safe_div(rounded(p * r), p + r)
 
 
 @_family("relative_P")
@@ -241,10 +256,26 @@ def _dcg(ctx, m):
     return _col(ctx.dcg_total(m.pairs))
 
 
-@_family("ndcg_exp")
+@_family("dcg_cut")
+def _dcg_cut(ctx, m):
+    """The results DCG of the first k documents (ranx's ``dcg@k``)."""
+    return at(ctx.dcg_running(m.pairs), m.cuts)
+
+
+@_family("ndcg_exp", "dcg_exp")
 def _ndcg_exp(ctx, m):
+    """nDCG (``ndcg_exp``) or DCG (``dcg_exp``) with gain ``2^rel - 1`` (Burges et al.;
+    ranx's ``ndcg_burges``, ``dcg_burges``); a gain map (ranx's ``-l``: the levels below it
+    gain 0) applies to the rels before the exponential."""
     k = list(m.cuts) if m.cuts else None
-    out = ctx.metric(metrics.ndcg, judged=True, k=k, gain="exp", ideal_ranks=ctx.ideal_ranks(()))
+    if m.family == "dcg_exp":
+        out = ctx.metric(metrics.dcg, labels=ctx.gains(ctx.rr, m.pairs), k=k, gain="exp")
+    elif not m.pairs:
+        out = ctx.metric(metrics.ndcg, judged=True, k=k, gain="exp", ideal_ranks=ctx.ideal_ranks(()))
+    else:
+        labels, judgments = ctx.gains(ctx.rr, m.pairs), ctx.ideal_gains(m.pairs)
+        kw = dict(where=ctx.where, ranker=ctx.ranks, judgments=judgments, judgments_where=ctx.jvalid)
+        out = metrics.ndcg(ctx.scores, labels, k=k, gain="exp", ideal_ranks=ctx.ideal_ranks(m.pairs), **kw)
     return out if m.cuts else _col(out)
 
 
@@ -291,12 +322,24 @@ def _rbp(ctx, m):
         listed = listed | (ctx.rr == k)
     scaled = _safe_div(g - lo[..., None], (hi - lo)[..., None])
     g = jnp.where(rescale & listed, scaled, g)
+    return _rbp_of(ctx, g, p, m.cuts)
+
+
+def _rbp_of(ctx, g, p, cuts):
+    """trec_eval's sum of gains ``g`` (input order): sum += gain * p^i (p^i a running
+    product), then (1 - p) * sum, over the whole run or the first k of each cutoff."""
     g = jnp.where(ctx.where, g, 0.0)
-    # trec_eval: sum += gain * p^i (p^i a running product), then (1 - p) * sum
     terms = ctx.ranks.linear_terms(g) * powers(p, ctx.n, ctx.fdtype)[: ctx.n]
-    if not m.cuts:
+    if not cuts:
         return _col((1.0 - p) * total(terms))
-    return (1.0 - p) * at(running_sum(terms), m.cuts)
+    return (1.0 - p) * at(running_sum(terms), cuts)
+
+
+@_family("rbp_gain")
+def _rbp_gain(ctx, m):
+    """ranx's ``rbp.95``: RBP of the rels themselves as gains (not rescaled to [0, 1] as
+    trec_eval's rbp; a gain map zeroes the levels below ranx's ``-l``)."""
+    return _rbp_of(ctx, ctx.gains(ctx.rr, m.pairs), dict(m.pairs)["p"], m.cuts)
 
 
 @_family("rbp_resid")

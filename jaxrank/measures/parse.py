@@ -1,6 +1,6 @@
 """Measure strings -> :class:`Measure` descriptions.
 
-Two spellings are accepted, and may be mixed:
+Three spellings are accepted, and may be mixed:
 
 * **trec_eval** names, with trec_eval's parameter syntax after the first dot: ``map``,
   ``P.5,10``, ``ndcg_cut.10``, ``ndcg.1=3,2=9``, ``iprec_at_recall..25,.5``, and the
@@ -11,6 +11,10 @@ Two spellings are accepted, and may be mixed:
   ``IPrec@0.5``, ``Bpref``, ``Rprec``, ``Success@5``, ``SetP``, ``SetR``, ``SetF(beta=0.5)``,
   ``SetAP``, ``NumQ``, ``NumRel``, ``NumRet(rel=1)``, ``RBP(p=0.8)`` and the aliases ``MAP``,
   ``MRR``, ``NDCG``, ``BPref``, ``RPrec``, ``NumRelRet``, ``SetRelP``.
+* **ranx** names (``jaxrank/measures/_ranx.py``): ``hits@5``, ``hit_rate@5``, ``f1@10``,
+  ``r-precision``, ``dcg@10``, ``dcg_burges@10``, ``ndcg_burges@10``, ``rbp.95``, with
+  ``-l2`` levels; the bare names trec_eval has (``map``, ``bpref``, ``recall``...) are
+  trec_eval's.
 
 :func:`parse_measures` turns strings into a tuple of :class:`Measure` (the descriptions are
 defined in ``jaxrank/measures/plan.py`` and exported here; trec_eval's names, their parameters
@@ -28,6 +32,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Optional, Union
 
+from jaxrank.measures._ranx import FAMILIES as _RANX
+from jaxrank.measures._ranx import ranx_measure
 from jaxrank.measures.names import _NICKNAMES, _TREC, _TREC_ORDER, _TREC_UNSUPPORTED, DIVERSITY
 from jaxrank.measures.plan import INFAP_EPSILON, MIN_GEO_MEAN, Column, Measure, MeasureError, Plan
 
@@ -387,8 +393,9 @@ def _ir_measure(text: str) -> Measure:
 
 
 def measure_names() -> list[str]:
-    """Every accepted measure name: trec_eval names and nicknames, ir_measures names."""
-    return list(_TREC) + list(_NICKNAMES) + list(_IR) + list(_IR_ALIASES)
+    """Every accepted measure name: trec_eval names and nicknames, ir_measures names, ranx's
+    names (those trec_eval has are trec_eval's)."""
+    return list(_TREC) + list(_NICKNAMES) + list(_IR) + list(_IR_ALIASES) + [n for n in _RANX if n not in _TREC]
 
 
 def _by_lower(names: Iterable[str]) -> dict[str, list[str]]:
@@ -478,6 +485,12 @@ def parse_measures(strings: Union[str, Iterable[str], None]) -> tuple[Measure, .
         s = text.strip()
         if not s:
             raise MeasureError("empty measure name")
+        ranx = ranx_measure(s)  # ranx's names (hits@5, rbp.95, ndcg@10-l2), printed as given
+        if ranx is not None:
+            if s not in seen_ir:
+                seen_ir.add(s)
+                ir.append(ranx)
+            continue
         name, dot, params = s.partition(".")
         if name not in _NICKNAMES and name not in _TREC and name not in _TREC_UNSUPPORTED:
             head = re.split(r"[.(@]", s, maxsplit=1)[0].strip()

@@ -54,7 +54,8 @@ class Measure:
 
     Attributes:
         family: the computation (trec_eval's measure name, or an ir_measures-only one such as
-            ``"err"``, ``"judged"``, ``"rr_cut"``, ``"ndcg_exp"``, ``"rbp_bin"``).
+            ``"err"``, ``"judged"``, ``"rr_cut"``, ``"ndcg_exp"``, ``"rbp_bin"``; ranx's
+            ``"f1"``, ``"dcg_cut"``, ``"dcg_exp"``, ``"rbp_gain"``).
         columns: the values it produces, in order.
         cuts: cutoffs (int), recall or multiplier cutoffs (float) or float parameters.
         pairs: ``(name, value)`` parameters (gains ``"2"=9.0``, ``"p"=0.8``).

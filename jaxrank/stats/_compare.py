@@ -280,8 +280,8 @@ def compare(
         compare`` names its files: a path by its file name (by the whole path when two file
         names clash), any other run ``run_1``, ``run_2``, ... by position, as ranx names
         unnamed runs.
-      measures: measure strings (trec_eval's or ir_measures'); their per-query values must
-        be numbers.
+      measures: measure strings (trec_eval's, ir_measures' or ranx's: ``hits@5``); their
+        per-query values must be numbers.
       baseline: a name of ``runs`` (for a list, also a path in it): test every other system
         against it; None: every pair.
       test: ``"randomization"`` (Fisher's, :func:`jaxrank.stats.randomization_test`),

@@ -134,33 +134,47 @@ class Report:
             lines = np.strings.add(np.strings.add(heads, qids), values)
             parts.append("\n".join(lines.ravel().tolist()) + "\n")
         if summary:
-            parts.extend(
-                f"{self._prefix(c)}{c.name:<22}\tall\t{self._summary_string(c)}\n" for c in self.columns if c.summary
-            )
+            cols = [c for c in self.columns if c.summary]
+            # the floats formatted in one call (format_values is elementwise): many runs print many
+            floats = [i for i, c in enumerate(cols) if c.kind not in ("str", "int")]
+            texts = [None if c.kind not in ("str", "int") else self._summary_string(c) for c in cols]
+            if floats:
+                values = format_values(np.asarray([self.summary[cols[i].name] for i in floats], np.float64))
+                for i, t in zip(floats, values):
+                    texts[i] = t
+            parts.extend(f"{self._prefix(c)}{c.name:<22}\tall\t{t}\n" for c, t in zip(cols, texts))
         return "".join(parts)
 
     def _prefix(self, column: Column) -> str:
         return "Z" if self.zscore and column.kind != "str" else ""
 
-    def to_json(self, per_query: bool = False) -> str:
-        """``{"all": {...}}``, plus ``"per_query": {qid: {...}}`` with ``per_query``."""
-        data = {"all": dict(self.summary)}
+    def to_json(self, per_query: bool = False, run: Optional[str] = None) -> str:
+        """``{"all": {...}}``, plus ``"per_query": {qid: {...}}`` with ``per_query``, on one
+        line; ``run`` (one of several runs) adds ``"run": run`` first."""
+        data: dict[str, Any] = {} if run is None else {"run": run}
+        data["all"] = dict(self.summary)
         if per_query:
             data["per_query"] = self.query_values()
         return json.dumps(data) + "\n"
 
-    def to_csv(self, per_query: bool = False, summary: bool = True) -> str:
-        """``measure,qid,value`` rows in trec_eval's order, values at full precision."""
+    def to_csv(
+        self, per_query: bool = False, summary: bool = True, run: Optional[str] = None, header: bool = True
+    ) -> str:
+        """``measure,qid,value`` rows in trec_eval's order, values at full precision; ``run``
+        (one of several runs) adds a first column ``run``; ``header=False`` leaves out the
+        header row (the runs after the first)."""
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(["measure", "qid", "value"])
+        lead = () if run is None else (run,)
+        if header:
+            writer.writerow(["run"] * bool(lead) + ["measure", "qid", "value"])
         if per_query:
             table = self.query_values()
             cols = [c for c in self.columns if c.per_query]
             for q in self.qids:
-                writer.writerows((c.name, q, table[q][c.name]) for c in cols)
+                writer.writerows((*lead, c.name, q, table[q][c.name]) for c in cols)
         if summary:
-            writer.writerows((c.name, "all", self.summary[c.name]) for c in self.columns if c.summary)
+            writer.writerows((*lead, c.name, "all", self.summary[c.name]) for c in self.columns if c.summary)
         return buf.getvalue()
 
 

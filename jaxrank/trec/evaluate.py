@@ -14,7 +14,7 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Optional, Union
 
 import jax
@@ -410,6 +410,33 @@ def _complete(queries: Optional[str], complete: bool) -> bool:
     return queries == "qrels"
 
 
+def _several_runs(run) -> bool:
+    """Whether ``run`` is a dict of runs by name (``{name: run}``, each run a path, a
+    ``{qid: {docno: score}}`` dict, records, a DataFrame or a Run) rather than one run
+    ``{qid: {docno: score}}``, whose values are dicts of numbers."""
+    if not isinstance(run, Mapping) or not run:
+        return False
+    return all(
+        (isinstance(v, Mapping) and v and all(isinstance(x, Mapping) for x in v.values()))
+        or (not isinstance(v, Mapping) and not isinstance(v, (int, float, np.number)))
+        for v in run.values()
+    )
+
+
+def qrels_once(qrels, measures: Measures = None, rel_format: str = "qrels"):
+    """The qrels read once, for evaluating several runs against them: a
+    :class:`~jaxrank.trec.Qrels` (subtopic qrels for ir_measures' diversity names); other
+    ``rel_format`` s are read by each run's evaluation. Raises what reading and
+    :func:`~jaxrank.measures.parse.parse_measures` raise."""
+    if rel_format != "qrels" or isinstance(qrels, trec.Qrels):
+        return qrels
+    if any(m.family in DIVERSITY for m in parse_measures(measures)):
+        from jaxrank.trec.subtopics import SubtopicQrels, read_subtopic_qrels
+
+        return qrels if isinstance(qrels, SubtopicQrels) else read_subtopic_qrels(qrels)
+    return trec.read_qrels(qrels)
+
+
 def evaluate(
     qrels,
     run,
@@ -434,7 +461,10 @@ def evaluate(
             ir_measures-style records (``query_id, doc_id, relevance``), a DataFrame, or a
             :class:`jaxrank.trec.Qrels`.
         run: a run file path, ``{qid: {docno: score}}``, records (``query_id, doc_id,
-            score``), a DataFrame, or a :class:`jaxrank.trec.Run`.
+            score``), a DataFrame, or a :class:`jaxrank.trec.Run`; or several runs by name,
+            ``{name: run, ...}``: the qrels are then read once, each run is evaluated with
+            the same options (runs of one batch shape share the compiled program) and the
+            result is ``{name: result}``.
         measures: measure strings, trec_eval's (``"map"``, ``"P.5,10"``, ``"all_trec"``) or
             ir_measures' (``"nDCG@10"``, ``"P(rel=2)@5"``); None: trec_eval's default set.
         per_query: also return the value of each query.
@@ -470,7 +500,8 @@ def evaluate(
     Returns:
         ``{measure: value}`` over all queries; with ``per_query``,
         ``{"all": {measure: value}, "per_query": {qid: {measure: value}}}``. Counts are ints,
-        ``runid`` and ``relstring`` strings, the rest floats.
+        ``runid`` and ``relstring`` strings, the rest floats. For several runs
+        ``{name: run}``: ``{name: that result}``, in the dict's order.
 
     Raises:
         jaxrank.trec.TrecFormatError: a malformed or unreadable input (file and line named).
@@ -491,6 +522,22 @@ def evaluate(
         0.4167
     """
     # the options are spelled out (not **options) so that help() and IDEs show them
+    options = dict(
+        per_query=per_query,
+        complete=complete,
+        max_docs=max_docs,
+        rel_level=rel_level,
+        judged_only=judged_only,
+        num_docs=num_docs,
+        version=version,
+        as_frame=as_frame,
+        queries=queries,
+        zscores=zscores,
+        rel_format=rel_format,
+    )
+    if _several_runs(run):
+        once = qrels_once(qrels, measures, rel_format)
+        return {str(name): evaluate(once, r, measures, **options) for name, r in run.items()}
     rep = report(
         qrels,
         run,

@@ -215,15 +215,40 @@ def _subtopic_qrels(
     return SubtopicQrels(tuple(topic_names.tolist()), tuple(out_docnos), tuple(out_subs), tuple(out_j))
 
 
+def _data_lines(name: str, data: bytes) -> tuple[bytes, Optional[np.ndarray]]:
+    """The qrels lines as trec_eval 10 (and jaxrank's ordinary reader) reads them: blank lines
+    and lines whose first non-blank character is ``#`` are skipped. The other lines, and
+    their 1-based line numbers (None when every line is kept)."""
+    lines = _lines(data)
+    keep = [i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith(b"#")]
+    if len(keep) == len(lines):
+        return data, None
+    if not keep:
+        raise TrecFormatError(
+            name, 1, "no data lines (only comments and blank lines); expected topic subtopic docno judgment"
+        )
+    return b"".join(lines[i] + b"\n" for i in keep), np.asarray(keep) + 1
+
+
+def _text(token: bytes) -> str:
+    """A field as text for messages (not a bytes repr)."""
+    return token.decode("utf-8", "replace")
+
+
 def _qrels_file(path: Union[str, os.PathLike], ndeval: bool) -> SubtopicQrels:
     name, data = _read(path, "qrel")
     columns = _table(data, 4)
+    numbers = None
+    if not ndeval and (columns is None or b"#" in data):  # ndeval reads every line; ir_measures' names skip
+        data, numbers = _data_lines(name, data)  # comments and blank lines
+        columns = _table(data, 4) if numbers is not None else columns
+    line_of = (lambda i: i + 1) if numbers is None else (lambda i: int(numbers[i]))
     if columns is not None:  # the usual file: whole columns at once
         topic, subtopic, docno, judgment = columns
         if ndeval:
             numbers = [_naturals(c) for c in (topic, subtopic, judgment)]
             if all(v is not None for v in numbers):
-                return _subtopic_qrels(name, numbers[0], numbers[1], docno, np.minimum(numbers[2], 1), lambda i: i + 1)
+                return _subtopic_qrels(name, numbers[0], numbers[1], docno, np.minimum(numbers[2], 1), line_of)
         else:
             try:  # integers, negative ones too (ir_measures reads them with int())
                 values = judgment.astype(np.int64)
@@ -231,19 +256,22 @@ def _qrels_file(path: Union[str, os.PathLike], ndeval: bool) -> SubtopicQrels:
                 values = None
             if values is not None:
                 text = [np.char.decode(c, "utf-8", "surrogateescape") for c in (topic, subtopic)]
-                return _subtopic_qrels(name, text[0], text[1], docno, values, lambda i: i + 1)
-    return _qrels_lines(name, _lines(data), ndeval)
+                return _subtopic_qrels(name, text[0], text[1], docno, values, line_of)
+    return _qrels_lines(name, _lines(data), ndeval, line_of)
 
 
-def _qrels_lines(name: str, lines: list[bytes], ndeval: bool) -> SubtopicQrels:
-    """Line by line: the first line ndeval refuses is named."""
+def _qrels_lines(name: str, lines: list[bytes], ndeval: bool, line_of: Callable = lambda i: i + 1) -> SubtopicQrels:
+    """Line by line: the first line ndeval refuses is named (``line_of``: the file's line
+    number of each line given)."""
     topics, subtopics, docnos, judgments = [], [], [], []
     ints: dict[bytes, int] = {}
     for i, line in enumerate(lines):
         a = line.split(None, 4)
         if len(a) < 4:
             raise TrecFormatError(
-                name, i + 1, f"syntax error in qrel file: {len(a)} fields, expected 4 (topic subtopic docno judgment)"
+                name,
+                line_of(i),
+                f"syntax error in qrel file: {len(a)} fields, expected 4 (topic subtopic docno judgment)",
             )
         if ndeval:
             got = [ints.get(t) if t in ints else ints.setdefault(t, natural_number(t)) for t in (a[0], a[1], a[3])]
@@ -251,7 +279,9 @@ def _qrels_lines(name: str, lines: list[bytes], ndeval: bool) -> SubtopicQrels:
             if bad:
                 token = a[(0, 1, 3)[("topic", "subtopic", "judgment").index(bad[0])]]
                 raise TrecFormatError(
-                    name, i + 1, f"syntax error in qrel file: the {bad[0]} must be a natural number, got {token!r}"
+                    name,
+                    line_of(i),
+                    f"syntax error in qrel file: the {bad[0]} must be a natural number, got {_text(token)!r}",
                 )
             topics.append(got[0])
             subtopics.append(got[1])
@@ -260,11 +290,13 @@ def _qrels_lines(name: str, lines: list[bytes], ndeval: bool) -> SubtopicQrels:
             try:
                 judgments.append(int(a[3]))
             except ValueError:
-                raise TrecFormatError(name, i + 1, f"the judgment must be an integer, got {a[3]!r}") from None
+                raise TrecFormatError(
+                    name, line_of(i), f"the judgment must be an integer, got {_text(a[3])!r}"
+                ) from None
             topics.append(a[0].decode("utf-8", "surrogateescape"))
             subtopics.append(a[1].decode("utf-8", "surrogateescape"))
         docnos.append(a[2])
-    return _subtopic_qrels(name, topics, subtopics, docnos, judgments, lambda i: i + 1)
+    return _subtopic_qrels(name, topics, subtopics, docnos, judgments, line_of)
 
 
 def _judgment(value: Any, name: str, line: Optional[int]) -> int:
@@ -458,7 +490,7 @@ def _run_lines(name: str, lines: list[bytes], traditional: bool) -> tuple:
             value = strtod(token)
             if value is None:
                 raise TrecFormatError(
-                    name, i + 1, f"the score must be a number (-traditional orders by it), got {token!r}"
+                    name, i + 1, f"the score must be a number (-traditional orders by it), got {_text(token)!r}"
                 )
             scores[i] = value
     return runid, topics, ranks, np.array(docnos, dtype=bytes), scores
