@@ -76,7 +76,7 @@ def judgments(j, j_where, scores_shape: tuple[int, ...]) -> tuple[Optional[jax.A
     return j, mask(j_where, j.shape, "judgments_where", "judgments")
 
 
-def _is_int(v) -> bool:
+def is_int(v) -> bool:
     return not isinstance(v, bool) and isinstance(v, (numbers.Integral, np.integer))
 
 
@@ -89,14 +89,14 @@ def cutoffs(k: Cutoff, name: str = "k") -> Optional[tuple[int, ...]]:
     if many and not values:
         raise ValueError(f"{name} must be a positive integer or a non-empty sequence of them")
     for v in values:
-        if not _is_int(v) or v <= 0:
+        if not is_int(v) or v <= 0:
             raise ValueError(f"{name} must be a positive integer or a sequence of them, got {k!r}")
     return tuple(int(v) for v in values)
 
 
 def positive_int(value, name: str, allow_zero: bool = False) -> int:
     """A (non-negative with ``allow_zero``) Python integer; bools are refused."""
-    if not _is_int(value) or value < (0 if allow_zero else 1):
+    if not is_int(value) or value < (0 if allow_zero else 1):
         kind = "non-negative" if allow_zero else "positive"
         raise ValueError(f"{name} must be a {kind} integer, got {value!r}")
     return int(value)

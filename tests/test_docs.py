@@ -21,7 +21,7 @@ def test_every_exported_name_has_an_api_page():
 
     import jaxrank
 
-    text = "".join(p.read_text() for p in DOCS.rglob("*.rst"))
+    text = "".join(p.read_text() for pattern in ("*.rst", "*.md") for p in DOCS.rglob(pattern))
     for name in jaxrank.__all__:
         obj = getattr(jaxrank, name)
         if isinstance(obj, types.ModuleType):

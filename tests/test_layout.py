@@ -36,24 +36,34 @@ MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
 def _imports(name: str) -> list[tuple[str, str | None]]:
     """(module imported, name taken from it or None) for every import of jaxrank in a module,
-    at any depth (imports inside functions count)."""
+    at any depth (imports inside functions count), and for every private attribute read
+    through an imported module (``losses._helper(...)``)."""
     path = MODULES[name]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    out = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    out, bound = [], {}
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            out += [(a.name, None) for a in node.names if a.name.split(".")[0] == "jaxrank"]
+            for a in node.names:
+                if a.name.split(".")[0] == "jaxrank":
+                    out.append((a.name, None))
+                    bound[a.asname or "jaxrank"] = a.name if a.asname else "jaxrank"
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(
-                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
-                )
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
             if base.split(".")[0] != "jaxrank":
                 continue
             for a in node.names:
                 sub = f"{base}.{a.name}"
                 out.append((sub, None) if sub in MODULES else (base, a.name))
+                if sub in MODULES:
+                    bound[a.asname or a.name] = sub
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound:
+            if node.attr.startswith("_") and not node.attr.startswith("__"):
+                out.append((bound[node.value.id], node.attr))
     return out
 
 
@@ -141,9 +151,18 @@ def test_no_import_crosses_a_package_boundary_to_a_private_name():
 def test_the_private_crossing_rule_on_known_cases():
     assert _private_crossing("jaxrank.losses.pairwise", "jaxrank.ranking._backend.cumsum")
     assert _private_crossing("jaxrank.compat.rax", "jaxrank.losses.pairwise._hinge")
-    assert not _private_crossing("jaxrank.losses.pairwise", "jaxrank.losses._listwise._log_softmax")
+    assert not _private_crossing("jaxrank.losses.pairwise", "jaxrank.losses.listwise._log_softmax")
     assert not _private_crossing("jaxrank.metrics.ir", "jaxrank._checks.check_scores")
     assert not _private_crossing("jaxrank.trec.files", "jaxrank.measures.plan.Column")
+    MODULES["jaxrank.compat._probe"] = probe = ROOT / "build" / "_probe.py"
+    probe.parent.mkdir(exist_ok=True)
+    probe.write_text("from jaxrank import losses\nlosses._helper(1)\n")
+    try:
+        assert ("jaxrank.losses", "_helper") in _imports("jaxrank.compat._probe")
+        assert _private_crossing("jaxrank.compat._probe", "jaxrank.losses._helper")
+    finally:
+        del MODULES["jaxrank.compat._probe"]
+        probe.unlink()
 
 
 def test_no_file_is_over_800_lines():

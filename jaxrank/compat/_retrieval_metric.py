@@ -28,7 +28,7 @@ _ACTIONS = ("error", "skip", "neg", "pos")
 
 # Checks (torchmetrics' messages) -------------------------------------------------------------
 def check_top_k(value, name: str = "top_k") -> Optional[int]:
-    if value is not None and not (_checks._is_int(value) and value > 0):
+    if value is not None and not (_checks.is_int(value) and value > 0):
         raise ValueError(f"`{name}` has to be a positive integer or None")
     return None if value is None else int(value)
 
@@ -149,7 +149,7 @@ class RetrievalMetric:
     ) -> None:
         if empty_target_action not in _ACTIONS:
             raise ValueError(f"Argument `empty_target_action` received a wrong value `{empty_target_action}`.")
-        if ignore_index is not None and not _checks._is_int(ignore_index):
+        if ignore_index is not None and not _checks.is_int(ignore_index):
             raise ValueError("Argument `ignore_index` must be an integer or None.")
         if not (aggregation in ("mean", "median", "min", "max") or callable(aggregation)):
             raise ValueError(

@@ -34,9 +34,8 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 
-from jaxrank import losses
 from jaxrank import metrics as jaxrank_metrics
-from jaxrank.losses import lambdaweights
+from jaxrank.losses import lambdaweights, listwise, pairwise, pointwise
 from jaxrank.losses import lists as _lists
 from jaxrank.losses.pairwise import hinge, logistic, mse, qr, soft_zero_one
 from jaxrank.ranking import given, pairwise_ranks
@@ -269,7 +268,7 @@ def softmax_loss(
     (labels as given, not normalised, unless ``label_fn`` does)."""
     lists = _lists.prepare(scores, labels, where, segments, weights)
     mass = lists.labels if lists.weights is None else lists.labels * lists.weights
-    values = _rax_layout(losses._cross_entropy(lists, label_fn(mass, where=where)), lists)
+    values = _rax_layout(listwise.cross_entropy(lists, label_fn(mass, where=where)), lists)
     return safe_reduce(values, _list_mask(lists, where), reduce_fn)
 
 
@@ -287,8 +286,8 @@ def poly1_softmax_loss(
     softmax probability of the normalised labels (uniform where they sum to 0)."""
     lists = _lists.prepare(scores, labels, where, segments, weights)
     mass = lists.labels if lists.weights is None else lists.labels * lists.weights
-    ce = losses._cross_entropy(lists, mass)
-    values = _rax_layout(losses._poly1(lists, ce, losses._distribution(lists, mass, empty="uniform"), epsilon), lists)
+    ce = listwise.cross_entropy(lists, mass)
+    values = _rax_layout(listwise.poly1(lists, ce, listwise.distribution(lists, mass, empty="uniform"), epsilon), lists)
     return safe_reduce(values, _list_mask(lists, where), reduce_fn)
 
 
@@ -304,7 +303,7 @@ def unique_softmax_loss(
 ) -> Array:
     """rax's unique softmax loss (:func:`jaxrank.losses.unique_softmax` with ``gain_fn``)."""
     lists = _lists.prepare(scores, labels, where, segments, weights)
-    values = _rax_layout(_lists.per_list(losses._unique_softmax_terms(lists, gain_fn), lists), lists)
+    values = _rax_layout(_lists.per_list(listwise.unique_softmax_terms(lists, gain_fn), lists), lists)
     return safe_reduce(values, _list_mask(lists, where), reduce_fn)
 
 
@@ -319,7 +318,7 @@ def listmle_loss(
 ) -> Array:
     """rax's ListMLE loss (:func:`jaxrank.losses.listmle`; ``key`` breaks label ties at random)."""
     lists = _lists.prepare(scores, labels, where, segments)
-    values = _rax_layout(_lists.per_list(losses._listmle_terms(lists, key), lists), lists)
+    values = _rax_layout(_lists.per_list(listwise.listmle_terms(lists, key), lists), lists)
     return safe_reduce(values, _list_mask(lists, where), reduce_fn)
 
 
@@ -327,13 +326,13 @@ def _pairwise_loss(scores, labels, pair_loss, where, segments, weights, lambdawe
     if reduce_fn is jnp.mean or reduce_fn is jnp.sum:
         # rax's mean over the counted pairs from per-list sums made in row blocks: never
         # every pair at once (unless lambdaweight_fn gives only [..., n * n])
-        totals = losses._pairwise_totals(scores, labels, where, segments, weights, pair_loss, lambdaweight_fn, None)
+        totals = pairwise.pairwise_totals(scores, labels, where, segments, weights, pair_loss, lambdaweight_fn, None)
         if totals is not None:
             total, count = jnp.sum(totals[0]), jnp.sum(totals[1])
             if reduce_fn is jnp.sum:
                 return total
             return jnp.where(count > 0, total / jnp.maximum(count, 1), 0.0)
-    terms, counts, _ = losses._pair_terms(scores, labels, where, segments, weights, pair_loss, lambdaweight_fn)
+    terms, counts, _ = pairwise.pair_terms(scores, labels, where, segments, weights, pair_loss, lambdaweight_fn)
     flat = terms.shape[:-2] + (-1,)
     return safe_reduce(terms.reshape(flat), counts.reshape(flat), reduce_fn)
 
@@ -389,7 +388,7 @@ def pairwise_qr_loss(
 
 def _pointwise_loss(scores, labels, fn, where, weights, reduce_fn) -> Array:
     lists = _lists.prepare(scores, labels, where, None, weights)
-    return safe_reduce(losses._pointwise_terms(lists, fn), where, reduce_fn)
+    return safe_reduce(pointwise.pointwise_terms(lists, fn), where, reduce_fn)
 
 
 def pointwise_mse_loss(
@@ -403,7 +402,7 @@ def pointwise_mse_loss(
 ) -> Array:
     """rax's pointwise squared error, per item (``segments`` unused)."""
     del segments
-    return _pointwise_loss(scores, labels, losses._squared_error, where, weights, reduce_fn)
+    return _pointwise_loss(scores, labels, pointwise.squared_error, where, weights, reduce_fn)
 
 
 def pointwise_sigmoid_loss(
@@ -417,7 +416,7 @@ def pointwise_sigmoid_loss(
 ) -> Array:
     """rax's sigmoid cross-entropy, per item, labels clipped to [0, 1] (``segments`` unused)."""
     del segments
-    return _pointwise_loss(scores, labels, losses._sigmoid_cross_entropy, where, weights, reduce_fn)
+    return _pointwise_loss(scores, labels, pointwise.sigmoid_cross_entropy, where, weights, reduce_fn)
 
 
 # Lambdaweights --------------------------------------------------------------------------------

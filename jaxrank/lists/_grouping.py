@@ -84,7 +84,7 @@ def group_by_query(
       [[0.2, 0.0, 0.0], [0.5, 0.9, 0.1]]
     """
     preds, target, indexes = _flat(preds, target, indexes)
-    if ignore_index is not None and not _checks._is_int(ignore_index):
+    if ignore_index is not None and not _checks.is_int(ignore_index):
         raise ValueError(f"ignore_index must be an integer or None, got {ignore_index!r}")
     if (num_queries is None) != (max_size is None):
         raise ValueError("num_queries and max_size must be given together (static sizes) or not at all")

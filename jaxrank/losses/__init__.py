@@ -21,9 +21,9 @@ of the others, the first item of each pair), and the pairwise losses take a
 *Baselines* are the classic surrogate losses, written directly.
 """
 
-from jaxrank.losses._listwise import listmle, poly1_softmax, softmax_cross_entropy, unique_softmax
 from jaxrank.losses._metric import ap_loss, metric_loss, mrr_loss, ndcg_loss
-from jaxrank.losses._pointwise import pointwise_mse, pointwise_sigmoid
+from jaxrank.losses.gbdt import gbdt_objective
+from jaxrank.losses.listwise import listmle, poly1_softmax, softmax_cross_entropy, unique_softmax
 from jaxrank.losses.pairwise import (
     PairLoss as PairLoss,
 )
@@ -35,9 +35,11 @@ from jaxrank.losses.pairwise import (
     pairwise_qr,
     pairwise_soft_zero_one,
 )
+from jaxrank.losses.pointwise import pointwise_mse, pointwise_sigmoid
 
 __all__ = [
     "ap_loss",
+    "gbdt_objective",
     "lambda_loss",
     "listmle",
     "metric_loss",

@@ -55,7 +55,7 @@ def prepare(scores, labels, where, segments=None, weights=None, num_segments: Op
     n = scores.shape[-1]
     num_segments = n if num_segments is None else _checks.positive_int(num_segments, "num_segments")
     found = _segments.slots(segments, valid, num_segments)
-    _segments._too_many(found.count, num_segments)
+    _segments.too_many(found.count, num_segments)
     same = pair_mask(valid) & (segments[..., :, None] == segments[..., None, :])
     return Lists(s, y, valid, w, same, found)
 

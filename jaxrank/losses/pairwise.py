@@ -25,7 +25,7 @@ from jaxrank.ranking.pairwise import PAIRS_PER_BLOCK, PAIRS_PER_LIST
 PairLoss = Callable[[jax.Array, jax.Array], tuple[jax.Array, jax.Array]]
 
 
-def _pair_terms(
+def pair_terms(
     scores, labels, where, segments, weights, pair_loss: PairLoss, lambdaweight, num_segments=None
 ) -> tuple[jax.Array, jax.Array, _lists.Lists]:
     """``[..., n, n]`` pair losses (0 where the pair does not count) and the pairs that count:
@@ -151,7 +151,7 @@ def _pair_totals_jvp(pair_loss, pair_weight, primals, tangents):
     return (totals, counts), (_lists.per_list(d, lists), jnp.zeros_like(counts))
 
 
-def _pairwise_totals(
+def pairwise_totals(
     scores, labels, where, segments, weights, pair_loss: PairLoss, lambdaweight, num_segments
 ) -> Optional[tuple[jax.Array, jax.Array]]:
     """Per list, the pairwise loss and the number of pairs that count, in row blocks; None
@@ -168,10 +168,10 @@ def _pairwise_totals(
 
 
 def _pairwise(scores, labels, where, segments, weights, pair_loss: PairLoss, lambdaweight, num_segments) -> jax.Array:
-    totals = _pairwise_totals(scores, labels, where, segments, weights, pair_loss, lambdaweight, num_segments)
+    totals = pairwise_totals(scores, labels, where, segments, weights, pair_loss, lambdaweight, num_segments)
     if totals is not None:
         return totals[0]
-    terms, _, lists = _pair_terms(scores, labels, where, segments, weights, pair_loss, lambdaweight, num_segments)
+    terms, _, lists = pair_terms(scores, labels, where, segments, weights, pair_loss, lambdaweight, num_segments)
     return _lists.per_list(jnp.sum(terms, axis=-1), lists)
 
 

@@ -106,7 +106,7 @@ def segment_slots(segments, where=None, *, num_segments: Optional[int] = None) -
     return slots(segments, valid, num_segments)
 
 
-def _too_many(count: jax.Array, num_segments: int) -> None:
+def too_many(count: jax.Array, num_segments: int) -> None:
     """Refuse rows with more lists than slots when the ids are known (outside ``jit``)."""
     if isinstance(count, jax.core.Tracer):
         return
@@ -169,7 +169,7 @@ def _per_segment(metric, per_item, label_axes, scores, labels, segments, num_seg
         raise ValueError("segments needs a ranker (e.g. jaxrank.hard()), not precomputed Ranks")
     valid = _checks.mask(kwargs.pop("where", None), scores.shape)
     layout = slots(segments, valid, num_segments)
-    _too_many(layout.count, num_segments)
+    too_many(layout.count, num_segments)
     # [..., S, n]: copy s keeps the items of slot s
     where = layout.slot[..., None, :] == jnp.arange(num_segments, dtype=jnp.int32)[:, None]
     shape = scores.shape[:-1] + (num_segments, n)

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Optional
 
 import jax
@@ -13,7 +14,7 @@ from jax import lax
 
 from jaxrank import _checks
 from jaxrank.ranking._ties import reduce_positions
-from jaxrank.ranking.backend import argsort_descending, cumsum, sort_key
+from jaxrank.ranking.backend import argsort_descending, cumsum, linear_recurrence, sort_key
 from jaxrank.ranking.ranks import PositionFn, Ranks
 from jaxrank.ranking.smooth import (
     _check_units,
@@ -24,36 +25,23 @@ from jaxrank.ranking.smooth import (
 )
 
 
-@jax.tree_util.register_dataclass
-@dataclasses.dataclass(frozen=True)
-class PermutationRanks(Ranks):
-    """A relaxed permutation matrix ``perm[..., position, item]``.
+class _SoftlySorted(Ranks):
+    """The operations of a relaxed permutation ``P[..., position, item]``, through
+    :meth:`in_rank_order` (``P @ v``, each subclass's).
 
     Rows past the number of valid items and columns of invalid items are 0.
-    Per-item weights are sorted softly (``perm @ g``) and the exact operations
+    Per-item weights are sorted softly (``P @ g``) and the exact operations
     are applied at the integer positions ``1..n``:
     ``linear = sum_p f(p) G_p``, ``count_before = sum_p f(p) G_p sum_{q<=p} W_q``,
     ``survival = sum_p f(p) G_p prod_{q<p} (1 - W_q)``, and ``cascade`` likewise
-    with the sorted ``p``; exact whenever ``perm`` is a permutation matrix.
+    with the sorted ``p``; exact whenever ``P`` is a permutation matrix.
     The cutoff is the exact indicator.
     """
 
-    perm: jax.Array
-    valid: jax.Array
-
     smooth = True
 
-    @property
-    def size(self) -> int:
-        return self.perm.shape[-1]
-
     def _positions(self) -> jax.Array:
-        return jnp.arange(1, self.size + 1, dtype=self.perm.dtype)
-
-    def in_rank_order(self, v: jax.Array) -> jax.Array:
-        """Per-item values softly sorted: ``perm @ v``, ``[..., position]``."""
-        v = jnp.where(self.valid, v, 0)
-        return jnp.matmul(self.perm, v[..., None].astype(jnp.promote_types(v.dtype, self.perm.dtype)))[..., 0]
+        return jnp.arange(1, self.size + 1, dtype=self._dtype())
 
     def linear(self, g: jax.Array, f: PositionFn) -> jax.Array:
         return reduce_positions(self.in_rank_order(g), f(self._positions()))
@@ -69,6 +57,111 @@ class PermutationRanks(Ranks):
     def cascade(self, p: jax.Array, f: PositionFn) -> jax.Array:
         ps = self.in_rank_order(p)
         return reduce_positions(ps * _exclusive_cumprod(1 - ps), f(self._positions()))
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class PermutationRanks(_SoftlySorted):
+    """A relaxed permutation matrix ``perm[..., position, item]``, held whole (NeuralSort,
+    and SoftSort with Sinkhorn iterations). The operations: :class:`_SoftlySorted`."""
+
+    perm: jax.Array
+    valid: jax.Array
+
+    @property
+    def size(self) -> int:
+        return self.perm.shape[-1]
+
+    def _dtype(self):
+        return self.perm.dtype
+
+    def in_rank_order(self, v: jax.Array) -> jax.Array:
+        """Per-item values softly sorted: ``perm @ v``, ``[..., position]``."""
+        v = jnp.where(self.valid, v, 0)
+        return jnp.matmul(self.perm, v[..., None].astype(jnp.promote_types(v.dtype, self.perm.dtype)))[..., 0]
+
+
+@functools.partial(
+    jax.tree_util.register_dataclass, data_fields=["top", "scores", "order", "valid"], meta_fields=["temperature"]
+)
+@dataclasses.dataclass(frozen=True)
+class SoftSortRanks(_SoftlySorted):
+    """SoftSort's relaxed permutation ``P[p, j] = softmax_j(-|top_p - s_j| / T)`` over the
+    valid items, never formed: its products with per-item values are two linear
+    recurrences over the sorted scores, O(n) memory and time per list.
+
+    With the items in their exact descending order (``top``), the item sorted at ``q``
+    lies below position ``p`` (``q >= p``: ``|top_p - top_q| = top_p - top_q``) or above
+    it, so
+
+    .. math:: \\sum_j e^{-|t_p - s_j|/T} v_j = \\underbrace{\\sum_{q \\ge p} e^{(t_q - t_p)/T} v_q}_{A_p}
+        + \\underbrace{\\sum_{q < p} e^{(t_p - t_q)/T} v_q}_{B_p},
+
+    :math:`A_p = v_p + a_p A_{p+1}` and :math:`B_p = a_{p-1} (v_{p-1} + B_{p-1})` with
+    :math:`a_q = e^{(t_{q+1} - t_q)/T} \\le 1`: every factor is at most 1, no exponential
+    overflows, and tied scores (the same value on both sides) give the same sums. The
+    row sums (``v = 1``) normalise. The operations: :class:`_SoftlySorted`.
+    """
+
+    top: jax.Array  # [..., n] the valid scores sorted descending, 0 past them
+    scores: jax.Array  # [..., n]
+    order: jax.Array  # [..., n] the item sorted at each position
+    valid: jax.Array
+    temperature: float
+
+    @property
+    def size(self) -> int:
+        return self.scores.shape[-1]
+
+    def _dtype(self):
+        return self.scores.dtype
+
+    def in_rank_order(self, v: jax.Array) -> jax.Array:
+        """Per-item values softly sorted, ``sum_j P[..., p, j] v_j``: ``[..., position]``."""
+        dtype = jnp.promote_types(v.dtype, self.scores.dtype)
+        shape = jnp.broadcast_shapes(self.scores.shape, v.shape)
+        top, order, valid = (jnp.broadcast_to(a, shape) for a in (self.top, self.order, self.valid))
+        v = jnp.take_along_axis(jnp.broadcast_to(jnp.where(self.valid, v, 0), shape).astype(dtype), order, axis=-1)
+        n = shape[-1]
+        if n == 0:
+            return jnp.zeros(shape, dtype)
+        m = jnp.sum(valid, axis=-1, keepdims=True)
+        position = jnp.arange(n)
+        inside = position + 1 < m  # a_q links q and q + 1, both valid
+        gap = jnp.where(inside, jnp.concatenate([top[..., 1:], top[..., -1:]], axis=-1) - top, 0).astype(dtype)
+        # values and ones (the row sums) in one pass
+        x = jnp.stack([v, jnp.broadcast_to((position < m).astype(dtype), shape)])
+        a = jnp.broadcast_to(jnp.where(inside, jnp.exp(gap / self.temperature), 0), x.shape)
+        below = linear_recurrence(a, x, reverse=True)  # A_p = x_p + a_p A_{p+1}
+        a_prev = jnp.concatenate([jnp.zeros_like(a[..., :1]), a[..., :-1]], axis=-1)
+        upto = linear_recurrence(a_prev, x)  # C_p = x_p + a_{p-1} C_{p-1}: B_p = a_{p-1} C_{p-1}
+        above = a_prev * jnp.concatenate([jnp.zeros_like(upto[..., :1]), upto[..., :-1]], axis=-1)
+        total = below + above + _tied_above(top, x, position < m, self.temperature)
+        return jnp.where(position < m, total[0] / jnp.where(total[1] > 0, total[1], 1), 0)
+
+
+def _tied_above(top: jax.Array, x: jax.Array, valid_rows: jax.Array, temperature: float) -> jax.Array:
+    """0, with the gradient that makes the pairs of tied items take ``jnp.abs``'s derivative.
+
+    The recurrences differentiate ``e^{(t_p - t_q)/T}`` for an item ``q`` sorted above
+    ``p``; for ``t_q = t_p`` the dense matrix's ``e^{-|t_p - t_q|/T}`` has the derivative
+    of ``-|d|`` at ``d = 0`` (``jnp.abs``: +1), the opposite sign. This adds
+    ``-2/T \\sum_{q < p, t_q = t_p} x_q (t_p - t_q)``, which is 0, through its gradient only:
+    a model whose scores start equal then raises the better items more, and partly tied
+    lists get the dense matrix's gradient.
+    """
+    n = top.shape[-1]
+    position = jnp.arange(n)
+    starts = jnp.concatenate([jnp.ones_like(top[..., :1], bool), top[..., 1:] != top[..., :-1]], axis=-1)
+    first = lax.cummax(jnp.where(starts, position, 0), axis=top.ndim - 1)  # the tie group's first position
+    t = jnp.where(valid_rows, top, 0).astype(x.dtype)
+
+    def before_in_group(v):  # sum over q < p in p's tie group of v_q
+        exclusive = cumsum(v) - v
+        return exclusive - jnp.take_along_axis(exclusive, jnp.broadcast_to(first, v.shape), axis=-1)
+
+    f = (-2 / temperature) * (t * before_in_group(x) - before_in_group(t * x))
+    return jnp.where(valid_rows, f - lax.stop_gradient(f), 0)
 
 
 def _symmetric_abs(x: jax.Array) -> jax.Array:
@@ -114,7 +207,7 @@ class _PermutationRanker:
         object.__setattr__(self, "sinkhorn", _checks.positive_int(self.sinkhorn, "sinkhorn", allow_zero=True))
         _check_units(self.units)
 
-    def __call__(self, scores, where=None, *, depth: Optional[int] = None) -> PermutationRanks:
+    def __call__(self, scores, where=None, *, depth: Optional[int] = None) -> Ranks:
         del depth
         s, valid = _inputs(scores, where, self.units, self.temperature)
         logits = self._logits(s, valid) / self.temperature
@@ -163,17 +256,32 @@ def neuralsort(temperature: float = 1.0, sinkhorn: int = 0, *, units: str = "bou
 
 @dataclasses.dataclass(frozen=True)
 class SoftSortRanker(_PermutationRanker):
-    """SoftSort relaxed permutation; see :func:`softsort`."""
+    """SoftSort relaxed permutation; see :func:`softsort`. Without Sinkhorn iterations the
+    matrix is never held (:class:`SoftSortRanks`); with them it is (:class:`PermutationRanks`)."""
+
+    def __call__(self, scores, where=None, *, depth: Optional[int] = None) -> Ranks:
+        if self.sinkhorn:
+            return super().__call__(scores, where, depth=depth)
+        s, valid = _inputs(scores, where, self.units, self.temperature)
+        order, top = _sorted(s, valid)
+        return SoftSortRanks(top=top, scores=s, order=order, valid=valid, temperature=self.temperature)
 
     def _logits(self, s: jax.Array, valid: jax.Array) -> jax.Array:
         n = s.shape[-1]
-        m = jnp.sum(valid, axis=-1, keepdims=True)
-        order = argsort_descending(sort_key(lax.stop_gradient(s), valid))
-        top = jnp.where(jnp.arange(n) < m, jnp.take_along_axis(s, order, axis=-1), 0)
+        order, top = _sorted(s, valid)
         # |s_j - s_j| of the item sorted at each position is 0 by definition: written as 0,
         # not left to abs's kink, whose side XLA's rounding of a fused s/spread can flip.
         own = order[..., :, None] == jnp.arange(n)
         return -jnp.where(own, 0, jnp.abs(top[..., :, None] - s[..., None, :]))
+
+
+def _sorted(s: jax.Array, valid: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The item at each position of the exact descending order, and the valid scores in
+    that order (0 past them)."""
+    n = s.shape[-1]
+    m = jnp.sum(valid, axis=-1, keepdims=True)
+    order = argsort_descending(sort_key(lax.stop_gradient(s), valid))
+    return order, jnp.where(jnp.arange(n) < m, jnp.take_along_axis(s, order, axis=-1), 0)
 
 
 def softsort(temperature: float = 1.0, sinkhorn: int = 0, *, units: str = "bounded") -> SoftSortRanker:
@@ -185,8 +293,9 @@ def softsort(temperature: float = 1.0, sinkhorn: int = 0, *, units: str = "bound
     .. math:: P_{pj} = \\mathrm{softmax}_j\\Big(-\\frac{|\\hat s_p - s_j|}{T}\\Big),
 
     optionally followed by ``sinkhorn`` normalisation iterations; evaluated
-    through :class:`PermutationRanks`. O(n log n) sort plus O(n^2) time and
-    memory per list. ``temperature`` as in :func:`neuralsort` (default ``units="bounded"``).
+    through :class:`SoftSortRanks`, which never forms the matrix: O(n log n) sort plus
+    O(n) time and memory per list (two linear recurrences over the sorted scores). With
+    ``sinkhorn`` the whole matrix is formed (:class:`PermutationRanks`, O(n^2)). ``temperature`` as in :func:`neuralsort` (default ``units="bounded"``).
 
     Example:
       >>> import jax.numpy as jnp, jaxrank

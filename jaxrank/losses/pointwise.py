@@ -10,16 +10,16 @@ import jax.numpy as jnp
 from jaxrank.losses import lists as _lists
 
 
-def _pointwise_terms(lists: _lists.Lists, fn) -> jax.Array:
+def pointwise_terms(lists: _lists.Lists, fn) -> jax.Array:
     terms = fn(lists.scores, lists.labels)
     return terms if lists.weights is None else terms * lists.weights
 
 
-def _squared_error(s, y):
+def squared_error(s, y):
     return jnp.square(s - y)
 
 
-def _sigmoid_cross_entropy(s, y):
+def sigmoid_cross_entropy(s, y):
     return jax.nn.softplus(s) - s * jnp.clip(y, 0, 1)
 
 
@@ -37,7 +37,7 @@ def pointwise_mse(
       5.0
     """
     lists = _lists.prepare(scores, labels, where, segments, weights, num_segments)
-    return _lists.per_list(_pointwise_terms(lists, _squared_error), lists)
+    return _lists.per_list(pointwise_terms(lists, squared_error), lists)
 
 
 def pointwise_sigmoid(
@@ -53,4 +53,4 @@ def pointwise_sigmoid(
       0.69315
     """
     lists = _lists.prepare(scores, labels, where, segments, weights, num_segments)
-    return _lists.per_list(_pointwise_terms(lists, _sigmoid_cross_entropy), lists)
+    return _lists.per_list(pointwise_terms(lists, sigmoid_cross_entropy), lists)

@@ -24,7 +24,7 @@ def _log_softmax(lists: _lists.Lists) -> jax.Array:
     return s - masked_logsumexp(rows, lists.same, axis=-1)[..., 0]
 
 
-def _distribution(lists: _lists.Lists, values: jax.Array, empty: str = "zero") -> jax.Array:
+def distribution(lists: _lists.Lists, values: jax.Array, empty: str = "zero") -> jax.Array:
     """``values`` divided by their sum over each list (or segment); where that sum is 0,
     0 (``empty="zero"``) or uniform over the valid items (``"uniform"``)."""
     values = jnp.where(lists.valid, values, 0)
@@ -46,7 +46,7 @@ def _label_mass(lists: _lists.Lists) -> jax.Array:
     return y if lists.weights is None else y * lists.weights
 
 
-def _cross_entropy(lists: _lists.Lists, p: jax.Array) -> jax.Array:
+def cross_entropy(lists: _lists.Lists, p: jax.Array) -> jax.Array:
     """:math:`-\\sum_i p_i \\log \\mathrm{softmax}(s)_i` per list (segment). Without segments
     as :math:`\\mathrm{lse}(s) \\sum_i p_i - \\sum_i p_i s_i`: two reductions, no per-item
     log-softmax in the value or the gradient (docs/compat/rax.md: the speed)."""
@@ -57,14 +57,14 @@ def _cross_entropy(lists: _lists.Lists, p: jax.Array) -> jax.Array:
     return lse * jnp.sum(p, axis=-1) - jnp.sum(p * lists.scores, axis=-1)
 
 
-def _poly1(lists: _lists.Lists, ce: jax.Array, p: jax.Array, epsilon: float) -> jax.Array:
+def poly1(lists: _lists.Lists, ce: jax.Array, p: jax.Array, epsilon: float) -> jax.Array:
     """``ce + epsilon (1 - pt)``, ``pt`` the softmax probability of the target ``p``; 0 at
     the positions (segments) where ``ce`` holds no list."""
     pt = _lists.per_list(p * jnp.exp(_log_softmax(lists)), lists)
     return jnp.where(_lists.holds_list(lists), ce + epsilon * (1 - pt), 0)
 
 
-def _unique_softmax_terms(lists: _lists.Lists, gain) -> jax.Array:
+def unique_softmax_terms(lists: _lists.Lists, gain) -> jax.Array:
     """Per item, :math:`-g_i w_i \\log(e^{s_i} / (e^{s_i} + \\sum_{j: y_j < y_i} e^{s_j}))`."""
     s, y = lists.scores, lists.labels
     n = s.shape[-1]
@@ -79,7 +79,7 @@ def _unique_softmax_terms(lists: _lists.Lists, gain) -> jax.Array:
     return -log_p
 
 
-def _listmle_terms(lists: _lists.Lists, key) -> jax.Array:
+def listmle_terms(lists: _lists.Lists, key) -> jax.Array:
     """Per item, :math:`\\log \\sum_{q \\ge p_i} e^{s_{\\pi(q)}} - s_i`, ``p_i`` the item's
     position by label (descending; ties in input order, or in a random order drawn
     from ``key``), within its list or segment."""
@@ -119,7 +119,7 @@ def softmax_cross_entropy(
       0.69315
     """
     lists = _lists.prepare(scores, labels, where, segments, weights, num_segments)
-    return _cross_entropy(lists, _distribution(lists, _label_mass(lists)))
+    return cross_entropy(lists, distribution(lists, _label_mass(lists)))
 
 
 def poly1_softmax(
@@ -139,8 +139,8 @@ def poly1_softmax(
       1.19315
     """
     lists = _lists.prepare(scores, labels, where, segments, weights, num_segments)
-    p = _distribution(lists, _label_mass(lists))
-    loss = _poly1(lists, _cross_entropy(lists, p), p, epsilon)
+    p = distribution(lists, _label_mass(lists))
+    loss = poly1(lists, cross_entropy(lists, p), p, epsilon)
     return jnp.where(_lists.per_list(p, lists) > 0, loss, 0)
 
 
@@ -168,7 +168,7 @@ def unique_softmax(
       0.69315
     """
     lists = _lists.prepare(scores, labels, where, segments, weights, num_segments)
-    return _lists.per_list(_unique_softmax_terms(lists, gain), lists)
+    return _lists.per_list(unique_softmax_terms(lists, gain), lists)
 
 
 def listmle(scores, labels, *, where=None, segments=None, num_segments: Optional[int] = None, key=None) -> jax.Array:
@@ -186,4 +186,4 @@ def listmle(scores, labels, *, where=None, segments=None, num_segments: Optional
       0.69315
     """
     lists = _lists.prepare(scores, labels, where, segments, None, num_segments)
-    return _lists.per_list(_listmle_terms(lists, key), lists)
+    return _lists.per_list(listmle_terms(lists, key), lists)
