@@ -89,7 +89,7 @@ def _ranker_objective(scores, labels, where, *, ranker):
 
 def training_key(expression: str) -> str:
     """What an expression trains, for reuse: ``default`` and the ranker it equals
-    (``approx()`` while that is ``metric_loss``'s default) train the same model."""
+    (``softsort()`` while that is ``metric_loss``'s default) train the same model."""
     if expression == "default":
         return repr(losses.metric_loss.__kwdefaults__["ranker"])
     built = make_objective(expression)

@@ -41,7 +41,7 @@ RANKERS = {
 }
 # Rankers holding [B, n, n] float32 arrays, and how many are live at the peak of
 # value + gradient (peak RSS at [256, 1000] over 4 * 256 * 1000^2 bytes, rounded up).
-QUADRATIC = {"dense pairwise (baseline)": 3, "neuralsort(1.0)": 6, "softsort(1.0)": 5}
+QUADRATIC = {"dense pairwise (baseline)": 3, "neuralsort(1.0)": 6}
 
 
 def _dense_ndcg(scores, labels, k=10, temperature=1.0):

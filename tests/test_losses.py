@@ -428,7 +428,7 @@ def test_pairwise_losses_never_hold_every_pair(lambdaweight):
 
 # The README's soft loss (issue 11) --------------------------------------------------------
 # The README's call uses the default ranker; the others are the explicit settings users pass.
-README_RANKERS = [jaxrank.approx(), jaxrank.softrank(0.5), jaxrank.softrank(0.01), jaxrank.approx(0.1)]
+README_RANKERS = [jaxrank.softsort(), jaxrank.softrank(0.5), jaxrank.softrank(0.01), jaxrank.approx(0.1)]
 
 
 def _readme_batch(seed=0):

@@ -8,9 +8,10 @@ import jax
 
 from jaxrank import metrics
 from jaxrank.ranking import Ranks
-from jaxrank.ranking.pairwise import approx
+from jaxrank.ranking.permutation import softsort
 
-_DEFAULT_RANKER = approx()
+# Chosen on validation queries only (docs/training.md, "The default ranker").
+_DEFAULT_RANKER = softsort()
 
 
 # Metric losses ------------------------------------------------------------------------
@@ -22,7 +23,8 @@ def metric_loss(
     .. math:: \\ell(s, y) = 1 - M_{\\text{ranker}}(s, y)
 
     ``metric`` is any metric of :mod:`jaxrank.metrics` (or a callable with its
-    signature); ``ranker`` a smooth ranker (default ``jaxrank.approx()``);
+    signature); ``ranker`` a smooth ranker (default ``jaxrank.softsort()``: O(n) time and
+    memory per list, the best ranking loss measured, docs/training.md);
     ``metric_kwargs`` go to the metric (``k``, ``gain``, ``rel``, ...). A ranker (or
     precomputed :class:`jaxrank.ranking.Ranks`) that is not smooth, such as
     ``jaxrank.hard()``, is refused: its metric has no gradient in the scores, and the
@@ -65,12 +67,13 @@ def _smooth_ranker(ranker) -> None:
 
 
 def ndcg_loss(scores, labels, *, k=None, where=None, ranker=_DEFAULT_RANKER, **metric_kwargs) -> jax.Array:
-    """Smooth nDCG loss: ``1 - ndcg(scores, labels, k=k, ranker=ranker)`` (ApproxNDCG
-    with the default ``approx()`` ranker, Qin et al. 2010).
+    """Smooth nDCG loss: ``1 - ndcg(scores, labels, k=k, ranker=ranker)``. With the default
+    ``softsort()`` the gains are soft-sorted (:math:`P` SoftSort's relaxed permutation) and
+    discounted at the integer positions:
 
-    .. math:: \\ell = 1 - \\frac{1}{IDCG@k} \\sum_i \\frac{G(y_i)\\, \\sigma((k + \\frac12 - r_i)/\\tau)}{\\log_2(1 + r_i)}
+    .. math:: \\ell = 1 - \\frac{1}{IDCG@k} \\sum_{p \\le k} \\frac{(P\\,G(y))_p}{\\log_2(1 + p)}
 
-    (the cutoff factor only with ``k``). A list without positive labels has
+    with ``ranker=jaxrank.approx()`` it is ApproxNDCG (Qin et al. 2010). A list without positive labels has
     loss 1 and zero gradient.
 
     Example:
