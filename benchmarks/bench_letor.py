@@ -654,8 +654,11 @@ def main(argv=None) -> dict:
     p.add_argument("--quick", action="store_true", help="tiny: a few queries per block, a few steps and trees")
     p.add_argument("--mq2008", type=Path, default=SHARED / "mq2008", help="folder of LETOR 4.0 MQ2008 Fold1")
     p.add_argument("--lambdarank", type=Path, default=SHARED / "lambdarank", help="LightGBM's example data")
-    p.add_argument("--json", type=Path, help="write per-query results here")
+    p.add_argument("--json", type=Path, help="write per-query results here (after every row)")
+    p.add_argument("--from-json", type=Path, nargs="+", help="print the tables of earlier runs' --json, run nothing")
     args = p.parse_args(argv)
+    if args.from_json:
+        return reprint(args)
     unknown = [k for k in args.losses if k not in ROWS]
     if unknown:
         p.error(f"unknown rows {unknown}; choose from {' '.join(ROWS)}")
@@ -691,6 +694,7 @@ def main(argv=None) -> dict:
             else:
                 results[key] = run_gbdt(row, ds, seeds, letor=letor, quick=args.quick)
             trained[key] = results[key]
+            _record(out, name, results, args.json)
             r = results[key]
             print(
                 f"{name} {key}: nDCG@10 {np.mean(r.test[:, -1]):.4f} valid {r.valid:.4f} {r.seconds:.0f} s",
@@ -698,24 +702,53 @@ def main(argv=None) -> dict:
                 flush=True,
             )
         print(f"\n## {name}: {describe(ds)}\n")
-        print(table(ds, results, letor))
-        out["data"][name] = {
-            k: dict(
-                test=r.test.tolist(),
-                letor=None if r.letor is None else r.letor.tolist(),
-                valid=r.valid,
-                chosen=r.chosen,
-                seconds=r.seconds,
-                finite=r.finite,
-            )
-            for k, r in results.items()
-        }
+        print(table(ds, results, letor), flush=True)
     print()
     print(f"# wall time {math.ceil(time.perf_counter() - start)} s")
     print(run.finish())
-    if args.json:
-        args.json.write_text(json.dumps(out))
     return out
+
+
+def reprint(args) -> dict:
+    """The tables of saved results (``--json`` of one or more runs; a later file's data set
+    replaces an earlier one's)."""
+    data: dict = {}
+    for path in args.from_json:
+        data.update(json.loads(path.read_text())["data"])
+    for name, rows in data.items():
+        ds = load(name, args.mq2008 if name == "mq2008" else args.lambdarank, args.quick)
+        results = {
+            k: Result(
+                test=np.asarray(r["test"]),
+                letor=None if r["letor"] is None else np.asarray(r["letor"]),
+                valid=r["valid"],
+                chosen=r["chosen"],
+                seconds=r["seconds"],
+                finite=r["finite"],
+            )
+            for k, r in rows.items()
+        }
+        print(f"\n## {name}: {describe(ds)}\n")
+        print(table(ds, results, name == "mq2008"))
+    return {"data": data}
+
+
+def _record(out: dict, name: str, results: dict, path: Optional[Path]) -> None:
+    """Each row's per-query results into ``out`` (and ``path``, rewritten after every row, so
+    that a long run that stops keeps what it finished)."""
+    out["data"][name] = {
+        k: dict(
+            test=r.test.tolist(),
+            letor=None if r.letor is None else r.letor.tolist(),
+            valid=r.valid,
+            chosen=r.chosen,
+            seconds=r.seconds,
+            finite=r.finite,
+        )
+        for k, r in results.items()
+    }
+    if path is not None:
+        path.write_text(json.dumps(out))
 
 
 if __name__ == "__main__":
