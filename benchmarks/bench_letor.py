@@ -685,7 +685,8 @@ def main(argv=None) -> dict:
         trained: dict = {}
         for key in args.losses:
             row = ROWS[key]
-            same = "default" if key == "approx" and repr(_default_ranker()) == repr(jaxrank.approx()) else key
+            ranker = getattr(jaxrank, key, None) if key in ("approx", "softrank", "neuralsort", "softsort") else None
+            same = "default" if ranker is not None and repr(_default_ranker()) == repr(ranker()) else key
             if same in trained:  # metric_loss's default is this ranker: the same model
                 results[key] = trained[same]
             elif row.gbdt is None:
@@ -710,11 +711,12 @@ def main(argv=None) -> dict:
 
 
 def reprint(args) -> dict:
-    """The tables of saved results (``--json`` of one or more runs; a later file's data set
-    replaces an earlier one's)."""
+    """The tables of saved results (``--json`` of one or more runs, their rows merged per data
+    set; a later file's row replaces an earlier one's)."""
     data: dict = {}
     for path in args.from_json:
-        data.update(json.loads(path.read_text())["data"])
+        for name, rows in json.loads(path.read_text())["data"].items():
+            data.setdefault(name, {}).update(rows)
     for name, rows in data.items():
         ds = load(name, args.mq2008 if name == "mq2008" else args.lambdarank, args.quick)
         results = {
