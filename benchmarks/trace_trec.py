@@ -57,7 +57,9 @@ def main() -> None:
     import jaxrank.cli as cli
 
     _mark("imported jaxrank.cli")
-    files, evaluate, engine = (importlib.import_module(f"jaxrank.trec.{m}") for m in ("files", "evaluate", "engine"))
+    files, evaluate, engine = (
+        importlib.import_module(f"jaxrank.{m}") for m in ("trec.files", "trec.evaluate", "measures.engine")
+    )
     _wrap(files, "read_qrels", "read qrels")
     _wrap(evaluate, "_collect", "read and join the run")
     _wrap(evaluate, "_group", "evaluate (slices)")

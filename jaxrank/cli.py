@@ -167,6 +167,8 @@ def _run_compare(args) -> str:
     from jaxrank import _checks
     from jaxrank.stats import compare
 
+    _programs_on_disk()
+
     try:  # the names jaxrank.compare gives a list of paths: file names, or paths where they clash
         names = list(_checks.named_runs(args.runs))
     except ValueError:
@@ -242,6 +244,20 @@ def _compilation_cache() -> None:
         # JAX skips programs that compiled in under a second; on a fast machine that would be
         # every measure program, whose compilation a run then pays again
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        _PROGRAMS[:] = [os.path.join(path, "programs")]  # and whole measure programs, below
+
+
+_PROGRAMS: list[str] = []  # the directory of whole programs, when the compilation cache is on
+
+
+def _programs_on_disk() -> None:
+    """Let the measure engine keep whole compiled programs beside the compilation cache, so
+    that a later run neither traces nor compiles them (measures/engine.py: programs on
+    disk); the engine is imported here, not at start-up: ``jaxrank ndeval`` does not need it."""
+    if _PROGRAMS:
+        from jaxrank.measures import engine
+
+        engine.program_cache(_PROGRAMS[0])
 
 
 def _libc(name: str) -> Optional[Callable]:
@@ -294,29 +310,41 @@ def _wait_for_compilations() -> None:
             thread.join()
 
 
+_PEEK_BYTES = 1 << 20  # what _peek_depth reads of a run
+
+
 def _peek_depth(source) -> Optional[int]:
-    """How many lines the first query of a run file has (run files keep a query's lines
-    together), from its first MiB; None when that cannot be told."""
+    """How many lines the deepest query of a run file has (run files keep a query's lines
+    together), from the whole queries of its first MiB (all of a small file); None when that
+    cannot be told. A run that opens with a shallower query than the rest is guessed right
+    when its first MiB holds a deeper one (the demo run's queries have 50 to 80 lines)."""
     if not isinstance(source, (str, os.PathLike)):
         return None
     path = Path(source)
+    size = _PEEK_BYTES
     try:
         opener = gzip.open if path.suffix == ".gz" else open
         with opener(path, "rb") as f:
-            head = f.read(1 << 20)
+            head = f.read(size + 1)
     except OSError:
         return None
-    count, first = 0, None
-    for line in head.split(b"\n")[:-1]:
+    whole = len(head) <= size
+    lines = head.split(b"\n")
+    if not whole:
+        lines = lines[:-1]  # a line cut by the MiB's end
+    counts, count, first = [], 0, None
+    for line in lines:
         fields = line.split(None, 1)
         if not fields or fields[0].startswith(b"#"):
             continue
-        if first is None:
-            first = fields[0]
-        elif fields[0] != first:
-            return count
+        if fields[0] != first:
+            if count:
+                counts.append(count)
+            first, count = fields[0], 0
         count += 1
-    return count or None
+    if count and (whole or not counts):  # the last query is whole, or the only one seen
+        counts.append(count)
+    return max(counts, default=0) or None
 
 
 def _speculate(plan: Plan, q: Qrels, run_source, *, max_docs, trim: bool = True) -> Optional[tuple]:
@@ -368,6 +396,7 @@ def _run_eval(args) -> tuple[str, int]:
     from jaxrank import trec
     from jaxrank.measures.parse import parse_measures
 
+    _programs_on_disk()
     if args.rel_format == "qrels_jg":
         from jaxrank.trec.judgment_groups import parse_jg_measures
 

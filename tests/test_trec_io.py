@@ -806,6 +806,7 @@ def test_evaluating_parts_while_reading_equals_evaluating_after(tmp_path, monkey
     monkeypatch.setattr(files, "_PART_LINES", 50)  # parts of 2-3 queries
     monkeypatch.setattr(_parse, "_BLOCK_BYTES", 1000)
     monkeypatch.setattr(engine, "_CELLS_PER_CALL", 8 * 32)  # slices of 8 queries
+    monkeypatch.setattr(cli, "_PEEK_BYTES", 2000)  # the guess sees the first queries, not the deeper one
     streamed = []
     finish = evaluate._Stream.finish
     monkeypatch.setattr(evaluate._Stream, "finish", lambda self: streamed.append(finish(self)) or streamed[-1])

@@ -6,6 +6,7 @@ bytes, and hashing of docnos and qids. :mod:`jaxrank.trec.files` builds on it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gzip
 import io
 import os
@@ -245,12 +246,16 @@ class _Text:
 
     buf: np.ndarray
     n: int
-    newlines: np.ndarray  # offsets of the newlines, from the block's start
     first_line: int  # 1-based number of the block's first line
 
     @property
     def body(self) -> np.ndarray:
         return self.buf[_PAD : _PAD + self.n]
+
+    @functools.cached_property
+    def newlines(self) -> np.ndarray:
+        """Offsets of the newlines, from the block's start (found by the parsing thread)."""
+        return np.flatnonzero(self.body == 10)
 
     def words_at(self, at: np.ndarray, reach: int) -> np.ndarray:
         """The 8 bytes from each block offset ``at``, which lies at most ``reach`` bytes
@@ -310,24 +315,26 @@ def _as_bytes(words: np.ndarray) -> np.ndarray:
     return words.view(f"S{8 * words.shape[1]}").reshape(words.shape[0])
 
 
-def _space_mask(body: np.ndarray, n_newlines: int) -> np.ndarray:
-    """C ``isspace`` of each byte. ``<= 32`` is the same unless the block holds one of the
-    control characters C counts as part of a token (0-8, 14-31): counting is cheaper."""
+def _space_mask(body: np.ndarray, n_newlines: int) -> tuple[np.ndarray, bool]:
+    """C ``isspace`` of each byte, and whether the block holds a control character other than
+    whitespace (0-8, 14-31, NUL among them). ``<= 32`` is the same as ``isspace`` unless it
+    does (C counts those as part of a token): counting is cheaper."""
     others = np.count_nonzero(body < 32) - n_newlines
     for c in (9, 13, 11, 12):  # tab, CR, VT, FF
         if others == 0:
             break
         others -= np.count_nonzero(body == c)
-    return body <= 32 if others == 0 else _SPACE[body]
+    return (body <= 32, False) if others == 0 else (_SPACE[body], True)
 
 
-def _tokens(text: _Text) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end offsets of the whitespace-separated tokens of a block."""
+def _tokens(text: _Text) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Start and end offsets of the whitespace-separated tokens of a block, and whether it
+    holds a control character other than whitespace (see :func:`_space_mask`)."""
     # From the byte before the block (a space): each token then adds one edge where it starts
     # and one where it ends, and edge i of the extended array is offset i of the block.
-    space = _space_mask(text.buf[_PAD - 1 : _PAD + text.n], text.newlines.size)
+    space, control = _space_mask(text.buf[_PAD - 1 : _PAD + text.n], text.newlines.size)
     edges = np.flatnonzero(space[1:] != space[:-1])
-    return edges[0::2], edges[1::2]
+    return edges[0::2], edges[1::2], control
 
 
 def _line_tokens(starts: np.ndarray, newlines: np.ndarray, n_fields: int) -> tuple[np.ndarray | slice, np.ndarray]:
@@ -358,7 +365,7 @@ def _field(starts: np.ndarray, ends: np.ndarray, first: np.ndarray | slice, f: i
 def _parse_block(text: _Text, spec: _Spec, name: str) -> _Block:
     """The entries of one block of lines. Raises for its first malformed line."""
     body = text.body
-    starts, ends = _tokens(text)
+    starts, ends, control = _tokens(text)
     first, counts = _line_tokens(starts, text.newlines, spec.n_fields)
     data = counts > 0
     if isinstance(first, slice):
@@ -370,7 +377,7 @@ def _parse_block(text: _Text, spec: _Spec, name: str) -> _Block:
     if bad.any():
         k = int(np.argmax(bad))
         error = (k, spec.count_error(int(counts[k])))
-    if np.count_nonzero(body == 0):  # C strings end at a NUL: trec_eval cannot read it either
+    if control and np.count_nonzero(body == 0):  # C strings end at a NUL: trec_eval cannot read it either
         k = int(np.searchsorted(text.newlines, np.argmax(body == 0)))
         if error is None or k < error[0]:
             error = (k, "NUL byte in the line")
@@ -453,22 +460,23 @@ def _open(path: Path) -> IO[bytes]:
     return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
 
 
-def _new_buffer(size: int, carry: np.ndarray) -> np.ndarray:
-    buf = np.empty(_PAD + size + _PAD, dtype=np.uint8)
-    buf[:_PAD] = ord(" ")  # _tokens reads the byte before the block as a space
-    buf[_PAD : _PAD + carry.size] = carry
+def _new_buffer(size: int, carry: bytes | bytearray) -> bytearray:
+    buf = bytearray(_PAD + size + _PAD)
+    buf[:_PAD] = b" " * _PAD  # _tokens reads the byte before the block as a space
+    buf[_PAD : _PAD + len(carry)] = carry
     return buf
 
 
 def _texts(path: Path, name: str) -> Iterator[_Text]:
     """Read ``path`` in blocks of whole lines, each in its own buffer. A missing final
-    newline is added."""
+    newline is added. Only the last newline of each read is looked for here (and the lines
+    counted, by ``bytes`` methods); the parsing threads find the others."""
     try:
         f = _open(path)
     except OSError as e:
         raise TrecFormatError(name, None, f"cannot open file: {e.strerror or e}") from None
     size = _BLOCK_BYTES
-    buf = _new_buffer(size, np.zeros(0, dtype=np.uint8))
+    buf = _new_buffer(size, b"")
     have, line = 0, 1
     with f:
         while True:
@@ -479,19 +487,18 @@ def _texts(path: Path, name: str) -> Iterator[_Text]:
             if not got:  # end of file
                 if have:
                     buf[_PAD + have] = ord("\n")
-                    newlines = np.flatnonzero(buf[_PAD : _PAD + have + 1] == 10)
-                    yield _Text(buf, have + 1, newlines, line)
+                    yield _Text(np.frombuffer(buf, dtype=np.uint8), have + 1, line)
                 return
             have += got
-            newlines = np.flatnonzero(buf[_PAD : _PAD + have] == 10)
-            if newlines.size == 0:
+            last = buf.rfind(b"\n", _PAD, _PAD + have)
+            if last < 0:
                 if have == size:  # a line longer than the buffer: grow it
                     size *= 2
                     buf = _new_buffer(size, buf[_PAD : _PAD + have])
                 continue
-            n = int(newlines[-1]) + 1
-            yield _Text(buf, n, newlines, line)
-            line += newlines.size
+            n = last - _PAD + 1
+            yield _Text(np.frombuffer(buf, dtype=np.uint8), n, line)
+            line += buf.count(b"\n", _PAD, _PAD + n)
             size = max(_BLOCK_BYTES, 2 * (have - n))  # room to read after the carried bytes
             buf, have = _new_buffer(size, buf[_PAD + n : _PAD + have]), have - n
 

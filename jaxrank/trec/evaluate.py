@@ -78,19 +78,33 @@ def _drain(parts: list) -> np.ndarray:
     return out
 
 
+class _Restart(Exception):
+    """The stream stopped (a query deeper than its shape): the rows it was given are gone."""
+
+
 def _collect(q: trec.Qrels, parts, judged_only: Iterable[bool], max_docs: Optional[int], stream=None):
     """The rows of each ``judged_only`` setting from the parts of a run (Runs over disjoint
-    queries), the run's qids and its tag; each part's rows also go to ``stream`` (a
-    :class:`_Stream`, for the only setting) as soon as they are read."""
+    queries), the run's qids and its tag. With ``stream`` (a :class:`_Stream`, for the only
+    setting), each part's rows go to it as soon as they are read, and are not kept here (the
+    rows returned are then empty: they would be 45 MB of a 5M-line run when the evaluation
+    ends, its peak of memory); should the stream stop, :class:`_Restart` is raised."""
     rows = {jo: _Rows() for jo in judged_only}
     run_qids, tag = [], ""
     for part in parts:
         run_qids.append(part.qids)
         tag = part.tag or tag
         for jo, r in rows.items():
-            r.add(trec._joined(q, part, complete=False, max_docs=max_docs, judged_only=jo))
-            if stream is not None:
-                stream.add(r.index[-1], r.lens[-1], r.scores[-1], r.rr[-1])
+            joined = trec._joined(q, part, complete=False, max_docs=max_docs, judged_only=jo)
+            if stream is None:
+                r.add(joined)
+                continue
+            got = _Rows()
+            got.add(joined)
+            stream.add(got.index[0], got.lens[0], got.scores[0], got.rr[0])
+            if not stream.live:
+                raise _Restart
+            for kept, x in zip((r.index, r.lens, r.scores, r.rr), (got.index, got.lens, got.scores, got.rr)):
+                kept.append(x[0][:0])
     return rows, np.concatenate(run_qids), tag
 
 
@@ -323,6 +337,12 @@ def report(
             if stream is not None:
                 stream.stop()
             found, run_qids, tag = _collect(q, [trec.read_run(run)], groups, max_docs)
+        except _Restart:  # the stream stopped: what it was given is not kept, so read again
+            streamed = stream.finish()  # None, the stream being stopped
+            try:
+                found, run_qids, tag = _collect(q, trec._run_parts(run), groups, max_docs)
+            except trec._Scattered:
+                found, run_qids, tag = _collect(q, [trec.read_run(run)], groups, max_docs)
         except BaseException:
             if stream is not None:
                 stream.stop()

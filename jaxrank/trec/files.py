@@ -36,7 +36,7 @@ import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, ClassVar, Optional, Union
 
 import numpy as np
 
@@ -156,6 +156,10 @@ class Run(_ByQuery):
     def to_dict(self) -> dict[str, dict[str, float]]:
         """``{qid: {docno: score}}``, as pytrec_eval takes it."""
         return self._to_dict(self.scores)
+
+    # The hash of each docno, when the reader kept the one it computed (the parts of a run
+    # file, which the matching with the qrels then need not hash again); None otherwise.
+    _hashes: ClassVar[Optional[np.ndarray]] = None
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -379,14 +383,16 @@ def read_run(source: Source) -> Run:
     return _run_from_entries(_entries(source, _RUN))
 
 
-def _run_from_entries(e: _Entries) -> Run:
+def _run_from_entries(e: _Entries, keep_hashes: bool = False) -> Run:
     """The entries of a run in trec_eval's order; raises for a NaN score, else for a
-    document twice in a query."""
+    document twice in a query. ``keep_hashes``: the Run keeps its docnos' hashes (a part of
+    a file: see ``Run._hashes``)."""
     nan = np.isnan(e.values)
     if nan.any():  # trec_eval's order of NaN scores is its C library's qsort's accident
         i = int(np.argmax(nan))
         raise TrecFormatError(e.name, e.line_of(i), _NAN_SCORE)
-    key = _packed(e.qids, e.qid_names.size, _hash(e.docnos))
+    h = _hash(e.docnos)
+    key = _packed(e.qids, e.qid_names.size, h.copy() if keep_hashes else h)  # _packed overwrites h
     key.sort()
     if np.any(key[1:] == key[:-1]):
         key = _packed(e.qids, e.qid_names.size, _hash(e.docnos))
@@ -397,8 +403,10 @@ def _run_from_entries(e: _Entries) -> Run:
     e.qids = None  # free memory as we go: these arrays are as long as the file
     docnos, e.docnos = (e.docnos if order is None else e.docnos[order]), None
     scores, e.values = (e.values if order is None else e.values[order]), None
-    del order
-    return Run(_decode(e.qid_names), offsets, docnos, scores, e.tag)
+    run = Run(_decode(e.qid_names), offsets, docnos, scores, e.tag)
+    if keep_hashes:
+        object.__setattr__(run, "_hashes", h if order is None else h[order])
+    return run
 
 
 _NAN_SCORE = "score is NaN (trec_eval's ranking of NaN scores depends on its C library's sort)"
@@ -444,7 +452,7 @@ def _run_parts(path: str | os.PathLike) -> Iterator[Run]:
                 errors["nan"] = TrecFormatError(name, e.line_of(int(np.argmax(np.isnan(e.values)))), _NAN_SCORE)
             return
         try:
-            yield _run_from_entries(e)
+            yield _run_from_entries(e, keep_hashes=True)
         except TrecFormatError as error:
             errors["nan" if error.reason == _NAN_SCORE else "other"] = error
 
@@ -592,8 +600,9 @@ def _joined(qrels: Qrels, run: Run, *, complete: bool, max_docs: int | None, jud
     judgments = _take(qrels.rels, qrels.offsets[rel_q], rel_lens)
     docnos = _take(run.docnos, run_starts, run_lens)
     scores = _take(run.scores, run_starts, run_lens)
+    h = None if run._hashes is None else _take(run._hashes, run_starts, run_lens)
 
-    hit = _match(run_lens, docnos, rel_lens, rel_docnos)
+    hit = _match(run_lens, docnos, rel_lens, rel_docnos, h)
     pooled = hit >= 0
     labels = judgments[np.maximum(hit, 0)] if judgments.size else np.zeros(hit.size, np.int64)
     labels = np.where(pooled, labels, 0)

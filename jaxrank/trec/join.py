@@ -149,10 +149,17 @@ def _sorted_order(qids: np.ndarray, n_q: int, scores: np.ndarray, docnos: np.nda
     return order
 
 
-def _match(lens: np.ndarray, docnos: np.ndarray, rel_lens: np.ndarray, rel_docnos: np.ndarray) -> np.ndarray:
+def _match(
+    lens: np.ndarray,
+    docnos: np.ndarray,
+    rel_lens: np.ndarray,
+    rel_docnos: np.ndarray,
+    hashes: np.ndarray | None = None,
+) -> np.ndarray:
     """For each run document, the index of the same docno among the judgments of its row,
     or -1. Row i has the next ``lens[i]`` documents and the next ``rel_lens[i]`` judgments.
-    Rows are matched in groups of about 2**20 documents, to bound the temporary memory."""
+    ``hashes``: the ``_hash`` of ``docnos``, when known. Rows are matched in groups of about
+    2**20 documents, to bound the temporary memory."""
     hits = np.full(docnos.size, -1, dtype=np.int64)
     ends, rel_ends = np.cumsum(lens), np.cumsum(rel_lens)
     lo = 0
@@ -161,14 +168,21 @@ def _match(lens: np.ndarray, docnos: np.ndarray, rel_lens: np.ndarray, rel_docno
         hi = max(lo + 1, int(np.searchsorted(ends, doc_lo + (1 << 20), side="right")))
         doc_hi = int(ends[hi - 1])
         rel_lo, rel_hi = (int(rel_ends[lo - 1]) if lo else 0), int(rel_ends[hi - 1])
-        found = _match_rows(lens[lo:hi], docnos[doc_lo:doc_hi], rel_lens[lo:hi], rel_docnos[rel_lo:rel_hi])
+        h = None if hashes is None else hashes[doc_lo:doc_hi]
+        found = _match_rows(lens[lo:hi], docnos[doc_lo:doc_hi], rel_lens[lo:hi], rel_docnos[rel_lo:rel_hi], h)
         hits[doc_lo:doc_hi] = np.where(found >= 0, found + rel_lo, -1)
         lo = hi
     return hits
 
 
-def _match_rows(lens: np.ndarray, docnos: np.ndarray, rel_lens: np.ndarray, rel_docnos: np.ndarray) -> np.ndarray:
-    """:func:`_match` for a group of rows.
+def _match_rows(
+    lens: np.ndarray,
+    docnos: np.ndarray,
+    rel_lens: np.ndarray,
+    rel_docnos: np.ndarray,
+    h: np.ndarray | None = None,
+) -> np.ndarray:
+    """:func:`_match` for a group of rows (``h``: the hashes of ``docnos``, when known).
 
     The judgments of a row fall into ``2 ** b`` buckets (about two buckets per judgment) by
     the top bits of their docno hash; a document looks only in its own bucket, and a hit is
@@ -190,10 +204,10 @@ def _match_rows(lens: np.ndarray, docnos: np.ndarray, rel_lens: np.ndarray, rel_
     bucket_rel = buckets(h_rel, rel_lens)
     if np.any(bucket_rel[1:] < bucket_rel[:-1]):  # not in (row, hash) order: sort them
         order = np.argsort(bucket_rel, kind="stable")
-        sub = _match_rows(lens, docnos, rel_lens, rel_docnos[order])
+        sub = _match_rows(lens, docnos, rel_lens, rel_docnos[order], h)
         return np.where(sub >= 0, order[np.maximum(sub, 0)], -1)
     start = _offsets(np.bincount(bucket_rel, minlength=int(base[-1])))
-    h = _hash(docnos)
+    h = _hash(docnos) if h is None else h
     bucket = buckets(h, lens)
     first, stop = start[bucket], start[bucket + 1]
     todo = np.flatnonzero(first < stop)
