@@ -50,6 +50,7 @@ class TopicTable:
 def evaluate_run(qrels: SubtopicQrels, run: NdevalRun, *, alpha: float = 0.5, beta: float = 0.5) -> TopicTable:
     """ndeval's values for every topic of ``run`` (``applyQrels``), one call per measure.
 
+    >>> from jaxrank.trec.subtopics import read_subtopic_qrels
     >>> q = read_subtopic_qrels({"1": {"0": {"d1": 1}, "1": {"d2": 1}}})
     >>> r = NdevalRun("r", np.array([1]), np.array([0, 2]), np.array([b"d2", b"d1"]))
     >>> q = SubtopicQrels((1,), q.docnos, q.subtopics, q.judgments)  # ndeval's int topics
