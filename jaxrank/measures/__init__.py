@@ -16,7 +16,7 @@ Internal API (what other jaxrank packages use by name): ``names``, ``plan``, ``p
 
 >>> import jax.numpy as jnp
 >>> from jaxrank import measures
->>> v = measures.compute(["P@2", "RR"], jnp.array([[0.3, 0.9, 0.1]]), jnp.array([[1, 0, 1]]))
+>>> v = measures.compute(jnp.array([[0.3, 0.9, 0.1]]), jnp.array([[1, 0, 1]]), ["P@2", "RR"])
 >>> [round(float(x), 3) for x in (v["P@2"][0], v["RR"][0])]
 [0.5, 0.5]
 """
