@@ -1,4 +1,5 @@
 """The pairwise losses' lambdaweights; they live in :mod:`jaxrank.losses.lambdaweights`."""
 
-from jaxrank.losses.lambdaweights import *  # noqa: F403
-from jaxrank.losses.lambdaweights import __all__  # noqa: F401
+from jaxrank.losses.lambdaweights import PairWeight, dcg, dcg2, labeldiff, pair_weight
+
+__all__ = ["PairWeight", "dcg", "dcg2", "labeldiff", "pair_weight"]
