@@ -255,6 +255,48 @@ def time_compiled(fn, repeats: int) -> tuple[float, float]:
     return median, max(first - median, 0.0)
 
 
+# Runs one command with stdout to a file; prints the command's own wall time and rusage
+# (RUSAGE_CHILDREN of this wrapper: the command and its children, not the benchmark).
+_WRAPPER = textwrap.dedent(
+    """
+    import json, resource, subprocess, sys, time
+    out, cmd = sys.argv[1], sys.argv[2:]
+    with open(out, "wb") as f:
+        t0 = time.perf_counter()
+        rc = subprocess.call(cmd, stdout=f)
+        wall = time.perf_counter() - t0
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(json.dumps(dict(rc=rc, wall=wall, maxrss_kb=ru.ru_maxrss, user=ru.ru_utime, sys=ru.ru_stime)))
+    """
+)
+
+
+def run_command(cmd: list[str], out: str) -> dict:
+    """Run ``cmd`` with stdout to the file ``out``, in a fresh wrapper process.
+
+    Returns the command's ``wall`` seconds, ``user`` and ``sys`` CPU seconds, ``cpu`` (their
+    sum), ``maxrss_kb`` (its peak resident memory), ``load_before``, ``load_after``, ``own_load``
+    and ``noisy``; a command that fails raises ``RuntimeError`` with its stderr.
+
+    >>> r = run_command([sys.executable, "-c", "print(1)"], os.devnull)
+    >>> r["rc"], r["cpu"] == r["user"] + r["sys"]
+    (0, True)
+    """
+    load0 = load()[0]
+    p = subprocess.run([sys.executable, "-c", _WRAPPER, str(out), *cmd], capture_output=True, text=True)
+    load1 = load()[0]
+    if p.returncode != 0 or not p.stdout.strip():
+        raise RuntimeError(f"wrapper failed for {cmd[:3]!r}...:\n{p.stderr[-3000:]}")
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    if res["rc"] != 0:
+        raise RuntimeError(f"{cmd[:3]!r}... exited with {res['rc']}:\n{p.stderr[-3000:]}")
+    res["cpu"] = res["user"] + res["sys"]
+    own = own_share(res["cpu"], res["wall"])
+    res.update(load_before=load0, load_after=load1, own_load=own, noisy=is_noisy(load0, load1, own))
+    res["stderr_tail"] = p.stderr[-500:]
+    return res
+
+
 def time_in_subprocess(
     setup: str, stmt: str, *, repeats: int = 3, value: str = "None", timeout: float | None = None
 ) -> dict:

@@ -30,7 +30,6 @@ jaxrank's output is checked byte for byte against the concatenated outputs of th
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
 import subprocess
@@ -54,19 +53,6 @@ RANX_METRICS = (
     + [f"{m}@{k}" for m in ("precision", "recall", "ndcg", "map") for k in CUTS]
 )
 
-# Runs one command (stdout to a file) and reports its wall time and rusage.
-WRAPPER = textwrap.dedent(
-    """
-    import json, resource, subprocess, sys, time
-    out, cmd = sys.argv[1], sys.argv[2:]
-    with open(out, "wb") as f:
-        t0 = time.perf_counter()
-        rc = subprocess.call(cmd, stdout=f)
-        wall = time.perf_counter() - t0
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    print(json.dumps(dict(rc=rc, wall=wall, maxrss_kb=ru.ru_maxrss, cpu=ru.ru_utime + ru.ru_stime)))
-    """
-)
 
 IR_MEASURES_SCRIPT = textwrap.dedent(
     """
@@ -130,20 +116,6 @@ def _trec_eval(explicit: str | None, build_dir: Path) -> str | None:
     return str(build / "trec_eval")
 
 
-def _run(cmd: list[str], out: Path) -> dict:
-    w = _machine.Watch()
-    p = subprocess.run([sys.executable, "-c", WRAPPER, str(out), *cmd], capture_output=True, text=True)
-    if p.returncode != 0 or not p.stdout.strip():
-        raise RuntimeError(f"wrapper failed for {cmd[:3]!r}...:\n{p.stderr[-3000:]}")
-    res = json.loads(p.stdout.strip().splitlines()[-1])
-    if res["rc"] != 0:
-        raise RuntimeError(f"{cmd[:3]!r}... exited with {res['rc']}:\n{p.stderr[-3000:]}")
-    w.load_after = _machine.load()
-    w.own = _machine.own_share(res["cpu"], res["wall"])
-    res["noisy"] = w.noisy
-    return res
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", help="folder for the generated files (default: a temporary one, removed at the end)")
@@ -204,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         outs = {name: base / f"out{i}.txt" for i, (name, _) in enumerate(tools)}
         for _ in range(args.repeats):
             for name, cmd in tools:
-                results[name].append(_run(cmd, outs[name]))
+                results[name].append(_machine.run_command(cmd, outs[name]))
         print(f"\n| tool | wall s (median of {args.repeats}) | min..max | peak RSS MB | |")
         print("|---|---|---|---|---|")
         for name, _ in tools:

@@ -61,20 +61,6 @@ import _machine
 
 HERE = Path(__file__).resolve().parent
 
-# The wrapper: runs one command with stdout to a file and reports the command's own
-# wall time and rusage (RUSAGE_CHILDREN of the wrapper = the command and its children).
-WRAPPER = textwrap.dedent(
-    """
-    import json, resource, subprocess, sys, time
-    out, cmd = sys.argv[1], sys.argv[2:]
-    with open(out, "wb") as f:
-        t0 = time.perf_counter()
-        rc = subprocess.call(cmd, stdout=f)
-        wall = time.perf_counter() - t0
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    print(json.dumps(dict(rc=rc, wall=wall, maxrss_kb=ru.ru_maxrss, user=ru.ru_utime, sys=ru.ru_stime)))
-    """
-)
 
 PYTREC_SCRIPT = textwrap.dedent(
     """
@@ -166,26 +152,6 @@ BREAKDOWN_SCRIPT = textwrap.dedent(
     print(json.dumps(dict(phases=phases, maxrss_kb=rss)), file=sys.stderr)
     """
 )
-
-
-def _load() -> float:
-    return os.getloadavg()[0]
-
-
-def _run_wrapped(cmd: list[str], out: Path) -> dict:
-    """Run ``cmd`` (stdout to ``out``) in a fresh wrapper process; its wall time and rusage."""
-    load0 = _load()
-    p = subprocess.run([sys.executable, "-c", WRAPPER, str(out), *cmd], capture_output=True, text=True)
-    load1 = _load()
-    if p.returncode != 0 or not p.stdout.strip():
-        raise RuntimeError(f"wrapper failed for {cmd!r}:\n{p.stderr[-3000:]}")
-    res = json.loads(p.stdout.strip().splitlines()[-1])
-    if res["rc"] != 0:
-        raise RuntimeError(f"{cmd!r} exited with {res['rc']}:\n{p.stderr[-3000:]}")
-    own = _machine.own_share(res["user"] + res["sys"], res["wall"])
-    noisy = _machine.is_noisy(load0, load1, own)
-    res.update(load_before=load0, load_after=load1, own_load=own, noisy=noisy, stderr_tail=p.stderr[-500:])
-    return res
 
 
 def _generate(data: Path, n_queries: int, n_docs: int, n_judged: int) -> tuple[Path, Path]:
@@ -379,11 +345,11 @@ def _bench(args, data: Path) -> int:
             if name.startswith("floor"):
                 continue
             print(f"# warm-up (tiny data): {name}", file=sys.stderr)
-            _run_wrapped(cmd, outs / "warmup.txt")
+            _machine.run_command(cmd, outs / "warmup.txt")
         for name, cmd in tools:
             if "jaxrank eval" in name and name.endswith(("warm", "earlier run)")):
                 print(f"# filling the compilation cache: {name}", file=sys.stderr)
-                _run_wrapped(cmd, outs / "warmup.txt")
+                _machine.run_command(cmd, outs / "warmup.txt")
         # Read the big files once so that every timed run finds them in the page cache.
         for path in (qrels, run):
             with open(path, "rb") as f:
@@ -393,7 +359,7 @@ def _bench(args, data: Path) -> int:
     results: dict[str, list[dict]] = {name: [] for name, _ in tools}
     for rep in range(args.repeats):
         for i, (name, cmd) in enumerate(tools):
-            res = _run_wrapped(cmd, outs / f"tool{i}.txt")
+            res = _machine.run_command(cmd, outs / f"tool{i}.txt")
             results[name].append(res)
             print(
                 f"# repeat {rep + 1}/{args.repeats} {name}: {res['wall']:.2f} s, "

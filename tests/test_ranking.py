@@ -434,3 +434,26 @@ def test_given_exact_positions_are_read_off_not_sorted_under_jit_and_vmap():
     # compiled: vmapped eagerly, every metric of both() would run op by op
     per_row = jax.jit(jax.vmap(lambda p, s, y, w: both(p[None], s[None], y[None], w[None])[1][0][0]))(pos, s, y, w)
     np.testing.assert_allclose(np.asarray(per_row), np.asarray(sorted_[0]), rtol=1e-6)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("branch", ["_scanned_recurrence", "_associative_recurrence"])
+def test_both_linear_recurrence_branches_equal_the_loop_and_its_gradient(branch, reverse):
+    # CPU takes the scan, GPU and TPU the associative scan: both run here, under jit and grad
+    rng = np.random.default_rng(0)
+    a, b = rng.uniform(0.0, 1.0, (3, 37)), rng.standard_normal((3, 37))
+
+    def loop(a, b):
+        x, out = 0.0, []
+        for i in range(a.shape[-1])[:: -1 if reverse else 1]:
+            x = b[..., i] + a[..., i] * x
+            out.append(x)
+        return jnp.stack(out[:: -1 if reverse else 1], axis=-1)
+
+    fn = jax.jit(lambda a, b: getattr(_backend, branch)(a, b, reverse))
+    np.testing.assert_allclose(fn(a, b), loop(a, b), rtol=1e-12, atol=1e-12)
+    weights = rng.standard_normal((3, 37))
+    got = jax.grad(lambda a, b: (fn(a, b) * weights).sum(), argnums=(0, 1))(a, b)
+    want = jax.grad(lambda a, b: (loop(a, b) * weights).sum(), argnums=(0, 1))(a, b)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12)

@@ -246,15 +246,21 @@ def linear_recurrence(a: jax.Array, b: jax.Array, reverse: bool = False) -> jax.
     ``vmap``, ``grad``, ``shard_map`` and sharded ``jit``.
     """
     if jax.default_backend() == "cpu":
+        return _scanned_recurrence(a, b, reverse)
+    return _associative_recurrence(a, b, reverse)
 
-        def step(x, ab):
-            x = ab[1] + ab[0] * x
-            return x, x
 
-        at, bt = jnp.moveaxis(a, -1, 0), jnp.moveaxis(b, -1, 0)
-        _, out = lax.scan(step, jnp.zeros_like(bt[0]), (at, bt), reverse=reverse)
-        return jnp.moveaxis(out, 0, -1)
+def _scanned_recurrence(a: jax.Array, b: jax.Array, reverse: bool) -> jax.Array:
+    def step(x, ab):
+        x = ab[1] + ab[0] * x
+        return x, x
 
+    at, bt = jnp.moveaxis(a, -1, 0), jnp.moveaxis(b, -1, 0)
+    _, out = lax.scan(step, jnp.zeros_like(bt[0]), (at, bt), reverse=reverse)
+    return jnp.moveaxis(out, 0, -1)
+
+
+def _associative_recurrence(a: jax.Array, b: jax.Array, reverse: bool) -> jax.Array:
     def combine(first, second):
         (a1, b1), (a2, b2) = first, second
         return a1 * a2, b2 + a2 * b1

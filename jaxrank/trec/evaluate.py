@@ -558,20 +558,8 @@ def evaluate(
     if _several_runs(run):
         once = qrels_once(qrels, measures, rel_format)
         return {str(name): evaluate(once, r, measures, **options) for name, r in run.items()}
-    rep = report(
-        qrels,
-        run,
-        measures,
-        complete=complete,
-        max_docs=max_docs,
-        rel_level=rel_level,
-        judged_only=judged_only,
-        num_docs=num_docs,
-        version=version,
-        queries=queries,
-        zscores=zscores,
-        rel_format=rel_format,
-    )
+    report_options = {k: v for k, v in options.items() if k not in ("per_query", "as_frame")}
+    rep = report(qrels, run, measures, **report_options)
     if as_frame:
         return rep.to_frame(per_query)
     return rep.to_dict(per_query)
