@@ -77,6 +77,11 @@ def every_metric(name, ranker):
             out["ndcg_unmasked@10"] = jaxrank.ndcg(s + 10.0, y, k=10, ranker=ranker)
             out["ndcg_unmasked_zeros@10"] = jaxrank.ndcg(s, y, k=10, ranker=ranker)
         out["r_precision"] = jaxrank.r_precision(s, y, where=w, ranker=ranker)
+        # the C/W/L and agreement measures' own paths: INST's running sum (a loop over the
+        # positions of exact ranks), NERR's two-column cascade, Compat's ideal prefix sums
+        out["inst@20"] = jaxrank.inst(s, y, where=w, max_rel=3, k=20, ranker=ranker)
+        out["nerr10"] = jaxrank.nerr10(s, y, where=w, max_rel=3, ranker=ranker)
+        out["compatibility"] = jaxrank.compatibility(s, y, where=w, ranker=ranker)
         out["num_rel"] = jaxrank.num_rel(s, y, where=w)
         return out
     return f

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+import jax
 import jax.numpy as jnp
 from jax import lax
 
@@ -16,7 +17,7 @@ from jaxrank.metrics import common as _c
 from jaxrank.metrics.common import Array, Cutoff
 from jaxrank.metrics.segments import segmented
 from jaxrank.ranking import HardRanks, hard
-from jaxrank.ranking.backend import row_sum, take
+from jaxrank.ranking.backend import row_sum, take, vary_like
 
 _DEFAULT_RANKER = _c.DEFAULT_RANKER
 
@@ -143,7 +144,11 @@ def compatibility(
         overlap = jnp.where(here, above + jnp.minimum(upto - above, (d - j[..., None])[..., None, :]), overlap)
         return end, (overlap, jnp.where(live[..., None, None], upto, above))
 
-    carry = (jnp.zeros(shape, y.dtype), jnp.zeros(shape, y.dtype))
+    # the loops' carry, typed as varying over any shard_map axis the labels or ranks vary over
+    zeros = jnp.zeros(shape, y.dtype)
+    for x in (y, valid, *jax.tree.leaves(prep.ranks)):
+        zeros = vary_like(zeros, x)
+    carry = (zeros, zeros)
     if prep.ranks.smooth:
         # every ideal position, those inside a group adding nothing: a fixed trip count
         def body(j, carry):
