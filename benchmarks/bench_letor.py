@@ -625,6 +625,19 @@ def table(ds: Dataset, results: dict, letor: bool) -> str:
     return "\n".join(lines)
 
 
+def versus(results: dict, name: str) -> str:
+    """``name``'s row minus every other row, nDCG@10 over the same queries (interval and p as
+    :func:`difference`), other rows by mean, best first."""
+    if name not in results:
+        return f"(no row {name!r} in these results)"
+    lines = [f"| `{name}` - row | nDCG@10 difference [95% CI] | p |", "|---|---|---|"]
+    others = sorted((k for k in results if k != name), key=lambda k: -float(np.mean(results[k].test[:, -1])))
+    for k in others:
+        mean, low, high, p = difference(results[name].test[:, -1], results[k].test[:, -1])
+        lines.append(f"| `{k}` | {mean:+.4f} [{low:+.4f}, {high:+.4f}] | {p:.3f} |")
+    return "\n".join(lines)
+
+
 def describe(ds: Dataset) -> str:
     labels = [np.concatenate([f.raw[2][1]]) for f in ds.folds]
     sizes = np.concatenate([f.raw[2][2] for f in ds.folds])
@@ -656,6 +669,7 @@ def main(argv=None) -> dict:
     p.add_argument("--lambdarank", type=Path, default=SHARED / "lambdarank", help="LightGBM's example data")
     p.add_argument("--json", type=Path, help="write per-query results here (after every row)")
     p.add_argument("--from-json", type=Path, nargs="+", help="print the tables of earlier runs' --json, run nothing")
+    p.add_argument("--versus", metavar="ROW", help="also print this row's paired difference to every other row")
     args = p.parse_args(argv)
     if args.from_json:
         return reprint(args)
@@ -704,6 +718,8 @@ def main(argv=None) -> dict:
             )
         print(f"\n## {name}: {describe(ds)}\n")
         print(table(ds, results, letor), flush=True)
+        if args.versus:
+            print(f"\n{versus(results, args.versus)}", flush=True)
     print()
     print(f"# wall time {math.ceil(time.perf_counter() - start)} s")
     print(run.finish())
@@ -732,6 +748,8 @@ def reprint(args) -> dict:
         }
         print(f"\n## {name}: {describe(ds)}\n")
         print(table(ds, results, name == "mq2008"))
+        if args.versus:
+            print(f"\n{versus(results, args.versus)}")
     return {"data": data}
 
 

@@ -211,7 +211,7 @@ def test_quick_run_prints_every_row_over_every_judged_query(tmp_path, capsys):
     out = bench_letor.main(
         [
             "--quick", "--data", "mq2008", "--mq2008", str(tmp_path / "mq"), "--seeds", "2",
-            "--losses", "default", "lightgbm",
+            "--losses", "default", "lightgbm", "--versus", "default", "--json", str(tmp_path / "r.json"),
         ]
     )  # fmt: skip
     text = capsys.readouterr().out
@@ -224,6 +224,12 @@ def test_quick_run_prints_every_row_over_every_judged_query(tmp_path, capsys):
         table = np.asarray(results[key]["test"])
         assert table.shape == (total, 4) and np.all((table >= 0) & (table <= 1))
         assert len(results[key]["letor"]) == total and results[key]["finite"]
+    # --versus: the row minus each other row, the same in a reprint of the saved results
+    gap = np.mean(np.asarray(results["default"]["test"])[:, -1] - np.asarray(results["lightgbm"]["test"])[:, -1])
+    versus = [line for line in text.splitlines() if line.startswith("| `lightgbm` | ")]
+    assert len(versus) == 1 and versus[0].startswith(f"| `lightgbm` | {gap:+.4f} ["), versus
+    bench_letor.main(["--from-json", str(tmp_path / "r.json"), "--versus", "default", "--mq2008", str(tmp_path / "mq")])
+    assert versus[0] in capsys.readouterr().out
 
 
 @pytest.mark.usefixtures("quick_compiles")
