@@ -24,7 +24,8 @@ def metric_loss(
 
     ``metric`` is any metric of :mod:`jaxrank.metrics` (or a callable with its
     signature); ``ranker`` a smooth ranker (default ``jaxrank.softsort()``: O(n) time and
-    memory per list, the best ranking loss measured, docs/training.md);
+    memory per list; first of the differentiable losses measured on one data set and level
+    with the first on the other, docs/training.md);
     ``metric_kwargs`` go to the metric (``k``, ``gain``, ``rel``, ...). A ranker (or
     precomputed :class:`jaxrank.ranking.Ranks`) that is not smooth, such as
     ``jaxrank.hard()``, is refused: its metric has no gradient in the scores, and the
