@@ -347,13 +347,12 @@ def _peek_depth(source) -> Optional[int]:
     return max(counts, default=0) or None
 
 
-def _speculate(plan: Plan, q: Qrels, run_source, *, max_docs, trim: bool = True) -> Optional[tuple]:
+def _speculate(plan: Plan, q: Qrels, run_source, *, max_docs) -> Optional[tuple]:
     """Start compiling, in the background, for the batch shape the run most likely gives:
     the qrels' queries and judgments, and the depth of the run's first query. Compilation
-    then overlaps the parsing of the run. Returns the shape, or None. ``trim``: first give
-    the memory freed by reading the qrels back (once: not again for the next runs)."""
-    if trim:
-        _release_freed_memory()
+    then overlaps the parsing of the run. Returns the shape, or None. First gives the memory
+    freed by reading the qrels back."""
+    _release_freed_memory()
     depth = _peek_depth(run_source)
     if depth is None or len(q) == 0:
         return None
@@ -424,9 +423,10 @@ def _run_eval(args) -> tuple[str, int]:
     once = qrels_once(str(qrels), args.measures, args.rel_format)
     status = 0
     header = True  # csv: one header for all the runs
-    for i, run in enumerate(runs):
+    first: list = []  # the batch shape guessed for the first run, once guessed
+    for run in runs:
         try:
-            rep = _report(args, once, run, trim=i == 0)
+            rep = _report(args, once, run, first=first)
         except Exception as e:  # this run only: one line naming it; the others go on
             print(f"jaxrank: {_about_run(run, e)}", file=sys.stderr)
             status = 1
@@ -458,9 +458,22 @@ def _formatted(args, rep, run: Optional[str] = None, header: bool = True) -> str
     return rep.to_trec(args.per_query, summary=not args.no_summary)
 
 
-def _report(args, qrels, run: str, trim: bool = True):
-    """One run's report, with compilation started in the background while it is read."""
+def _report(args, qrels, run: str, first: Optional[list] = None):
+    """One run's report, with compilation started in the background while it is read.
+
+    ``first`` (several runs): the batch shape guessed for the first run, which the later
+    runs take instead of guessing from their own first MiB, a pass over it in Python that
+    cost more than evaluating a small run (docs/bench_trec.md); a later run with deeper
+    queries than the guess stops its stream and is evaluated once read, as a wrong guess is."""
     from jaxrank.trec.evaluate import report
+
+    def before_run(plan, q):
+        if first:
+            return first[0]
+        shape = _speculate(plan, q, run, max_docs=args.max_docs)
+        if first is not None:
+            first.append(shape)
+        return shape
 
     try:
         return report(
@@ -475,7 +488,7 @@ def _report(args, qrels, run: str, trim: bool = True):
             version=args.version,
             zscores=args.zscores,
             rel_format=args.rel_format,
-            before_run=lambda plan, q: _speculate(plan, q, run, max_docs=args.max_docs, trim=trim),
+            before_run=before_run,
         )
     finally:
         _wait_for_compilations()

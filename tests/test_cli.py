@@ -5,6 +5,7 @@ import io
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from jaxrank import trec
@@ -244,3 +245,28 @@ def test_several_runs_print_what_each_prints_alone(capsys, tmp_path):
             want = [row for r, a in zip(good, alone) for row in [[r, *x] for x in csv.reader(io.StringIO(a))][1:]]
             assert rows == [["run", "measure", "qid", "value"], *want]
     assert run_cli(capsys, str(q), runs[0], runs[1])[0] == 0
+
+
+def test_later_runs_deeper_than_the_first_runs_guess_print_what_they_print_alone(capsys, tmp_path):
+    """Several runs share the batch shape guessed from the first run's first MiB: a later run
+    with deeper queries than that guess (its stream stops) or shallower ones still prints
+    exactly what it prints alone."""
+    rng = np.random.default_rng(0)
+    q = tmp_path / "q"
+    q.write_text("".join(f"q{t} 0 d{d} {rng.integers(0, 3)}\n" for t in range(3) for d in range(60)))
+
+    def run(depth: int, name: str) -> str:
+        path = tmp_path / name
+        lines = [
+            f"q{t} Q0 d{d} {r} {s:.4f} x\n"
+            for t in range(3)
+            for r, (d, s) in enumerate(zip(rng.permutation(80)[:depth], np.sort(rng.random(depth))[::-1]))
+        ]
+        path.write_text("".join(lines))
+        return str(path)
+
+    runs = [run(3, "shallow"), run(70, "deep"), run(5, "shallow2")]
+    flags = ["-q", "-m", "official", "-m", "nDCG@10"]
+    alone = [run_cli(capsys, *flags, str(q), r)[1] for r in runs]
+    status, out, err = run_cli(capsys, *flags, str(q), *runs)
+    assert status == 0 and out == "".join(alone), err
