@@ -15,7 +15,8 @@ when there are none). Bad input ends with exit status 1 and one line on stderr, 
 on stdout.
 
 Several runs (``jaxrank eval QRELS RUN1 RUN2 ...``): the qrels are read once, and each run
-is evaluated in turn (runs of one batch shape share the compiled program), its output
+is evaluated in turn (the later runs start from the batch shape guessed for the first, and
+runs of one batch shape share the compiled program), its output
 printed as ``jaxrank eval QRELS RUN`` prints it, in the order given. ``--format json``
 prints one JSON object per run and line, with ``"run": RUN`` first; ``--format csv`` one
 table, ``run,measure,qid,value``. A run that cannot be evaluated gets its one line on
