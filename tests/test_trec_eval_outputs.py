@@ -87,10 +87,18 @@ def test_the_command_with_its_xla_flags_and_compilation_cache_is_byte_identical(
     import subprocess
     import sys
 
-    env = dict(os.environ, JAXRANK_CACHE_DIR=str(tmp_path / "xla"))
+    # The warm run loads the whole measure program stored by the cold one (measures/engine.py,
+    # "programs on disk"): XLA compiles no stage; a damaged stored program is compiled again
+    # and stored anew, and the run after that loads it.
+    env = dict(os.environ, JAXRANK_CACHE_DIR=str(tmp_path / "xla"), JAX_LOG_COMPILES="1")
     env.pop("XLA_FLAGS", None)
     want = (data / "out.test.a").read_bytes()
-    for attempt in ("cold", "warm"):
+    compiled_stage = "XLA compilation of jit(_stage_rest"
+    stored: list = []
+    for attempt in ("cold", "warm", "damaged", "warm again"):
+        if attempt == "damaged":
+            for program in stored:
+                program.write_bytes(program.read_bytes()[:100])
         done = subprocess.run(
             [sys.executable, "-m", "jaxrank.cli", *_argv(CASES["out.test.a"])],
             capture_output=True,
@@ -99,7 +107,9 @@ def test_the_command_with_its_xla_flags_and_compilation_cache_is_byte_identical(
         )
         assert done.returncode == 0, done.stderr.decode()
         assert done.stdout == want, attempt
-    assert any((tmp_path / "xla").iterdir()), "nothing was written to the compilation cache"
+        assert (compiled_stage in done.stderr.decode()) == (not attempt.startswith("warm")), attempt
+        stored = list((tmp_path / "xla" / "programs").glob("*.program"))
+        assert stored, f"{attempt}: no measure program was stored"
 
 
 # -- the run (or the qrels) from standard input: the path "-", as trec_eval 10 reads a run

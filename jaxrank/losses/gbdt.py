@@ -66,9 +66,8 @@ def gbdt_objective(
       how unanimously its documents want to move, in units the learning rate sets, which
       keeps a loss's own scale (a temperature, a cutoff) out of the trees. Free: the
       gradient's own pass. On MQ2008's and the LambdaRank data's validation queries it trains
-      level with ``"hutchinson"`` and ``"exact"`` (nDCG@10 within 0.009 either way on one
-      seed, 0.0025 on three), 0.016-0.022 above ``"constant"``, and ahead on MQ2008's in two of
-      three pairs (docs/training.md, ``benchmarks/bench_gbdt.py``).
+      level with ``"hutchinson"`` and ``"exact"`` and above ``"constant"`` (docs/training.md,
+      ``benchmarks/bench_gbdt.py``).
     * ``"exact"``: ``|diag H|``, one Hessian-vector product per list position (``n``
       products, all lists at once); affordable for lists of tens of documents.
     * ``"hutchinson"``: ``|E[v * Hv]|`` over ``probes`` Rademacher vectors ``v`` (one
@@ -86,8 +85,8 @@ def gbdt_objective(
 
     The loss matters more than the Hessian: for trees ``metric_loss(..., ranker=jaxrank.approx(1.0),
     k=10)`` was chosen on validation queries (level with LightGBM's LambdaMART on its LambdaRank
-    data, 0.007 nDCG@10 above it on MQ2008, p 0.012), while ``metric_loss``'s default ranker
-    (``softsort()``) trains 0.02 below LambdaMART (docs/training.md).
+    data, above it on MQ2008), while ``metric_loss``'s default ranker (``softsort()``) trains
+    below LambdaMART (docs/training.md has the numbers and the command).
 
     Padding: the queries fall into length classes (:func:`lists`: powers of two, at least 8),
     each class one ``[bucket(Q_c), n_c]`` array filled by one NumPy scatter (padding adds

@@ -234,10 +234,12 @@ def executable(
         future.set_exception(e)
 
     path = _program_path(plan, shape)
-    stored = None if path is None else _load_program(plan, shape, path)
-    if stored is not None:  # compiled by an earlier process: no tracing, no XLA
-        future.set_result(stored)
-        return future
+    if path is not None and path.is_file():
+        stored = _load_program(plan, shape, path)
+        if stored is not None:  # compiled by an earlier process: no tracing, no XLA
+            future.set_result(stored)
+            return future
+        path = _retire(path)
     # Lowering is Python under the GIL: done here, it does not slow the parsing of the run
     # that a background compilation overlaps. Programs that will be stored are named after
     # their file, so that JAX's compilation cache, which holds other processes' programs,
@@ -300,8 +302,8 @@ def reuse(plan: Plan, shape: tuple, guess: Optional[tuple]) -> tuple:
 # platform, its devices and CPU flags, the JAX and XLA settings in the environment, and the
 # source of the engine and the packages below it. Only programs compiled in the process
 # are stored (XLA:CPU does not serialize an executable it deserialized whole); anything
-# unexpected while storing or loading is a miss, and a stored program that fails when
-# called is removed and compiled again.
+# unexpected while storing or loading is a miss, and a stored program that cannot be loaded
+# or fails when called is removed and compiled again, stored as the next generation.
 
 _PROGRAMS: Optional[Path] = None
 _ENGINE_SOURCES = ("measures", "metrics", "ranking", "_checks.py", "_npsort.py")  # what the stages run
@@ -350,18 +352,35 @@ def _environment() -> bytes:
 
 
 def _program_path(plan: Plan, shape: tuple) -> Optional[Path]:
-    """Where the program of (plan, shape) is kept; None with :func:`program_cache` off."""
+    """Where the program of (plan, shape) is kept, ``KEY-GENERATION.program`` (the newest
+    generation stored, else generation 0); None with :func:`program_cache` off."""
     if _PROGRAMS is None:
         return None
     try:
         key = hashlib.sha256(_environment() + repr((plan, tuple(map(int, shape)))).encode()).hexdigest()[:40]
+        kept = [int(p.stem.rpartition("-")[2]) for p in _PROGRAMS.glob(f"{key}-*.program")]
     except Exception:  # noqa: BLE001 - no program kept
         return None
-    return _PROGRAMS / f"{key}.program"
+    return _PROGRAMS / f"{key}-{max(kept, default=0)}.program"
+
+
+def _retire(path: Path) -> Path:
+    """Remove an unusable stored program; where its replacement goes: the next generation,
+    whose programs JAX's compilation cache has not seen under their name (a program that
+    cache answers for is not stored, so the same name would never be stored again)."""
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        pass  # then the next generation is looked up first, and stands in for it
+    key, _, generation = path.stem.rpartition("-")
+    return path.with_name(f"{key}-{int(generation) + 1}.program")
 
 
 def _tag(path: Optional[Path]) -> str:
-    return "" if path is None else path.stem[:16]
+    if path is None:
+        return ""
+    key, _, generation = path.stem.rpartition("-")
+    return f"{key[:16]}_{generation}"
 
 
 def _sort_text_hash(lowered_sort) -> str:
@@ -399,9 +418,14 @@ def _load_program(plan: Plan, shape: tuple, path: Path) -> Optional[Compiled]:
         return None
 
     def again() -> Compiled:
-        path.unlink(missing_ok=True)
+        fresh = _retire(path)
+        hits = _jax_cache_hits()
         with jax.enable_x64(True):
-            return lower_plan(plan, *shape).compile()
+            lowered = lower_plan(plan, *shape, tag=_tag(fresh))
+            compiled = lowered.compile()
+        if _jax_cache_hits() == hits:
+            _store_program(fresh, lowered, compiled)
+        return compiled
 
     return Compiled(plan, sort, rest, again=again)
 
