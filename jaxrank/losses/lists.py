@@ -37,6 +37,9 @@ class Lists(NamedTuple):
 
 
 def prepare(scores, labels, where, segments=None, weights=None, num_segments: Optional[int] = None) -> Lists:
+    given = {"where": where, "segments": segments, "weights": weights}
+    scores, labels, given = _segments.runtime_inputs(scores, labels, given)
+    where, segments, weights = given["where"], given["segments"], given["weights"]
     scores = _checks.scores(scores)
     labels = _checks.same_shape(labels, scores.shape, "labels")
     valid = _checks.mask(where, scores.shape, broadcast=True)

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 
 from jaxrank import _checks
 from jaxrank.ranking import Ranks
-from jaxrank.ranking.backend import argsort_descending, cumsum, inverse_permutation
+from jaxrank.ranking.backend import argsort_descending, cumsum, inverse_permutation, runtime
 
 
 class SegmentSlots(NamedTuple):
@@ -127,6 +127,7 @@ def segmented(per_item: tuple[str, ...] = (), label_axes: int = 0):
     def wrap(metric):
         @functools.wraps(metric)
         def with_segments(scores, labels, *, segments=None, num_segments: Optional[int] = None, **kwargs):
+            scores, labels, kwargs = runtime_inputs(scores, labels, kwargs, per_item)
             if segments is None:
                 if num_segments is not None:
                     raise ValueError("num_segments was given without segments")
@@ -144,6 +145,25 @@ def segmented(per_item: tuple[str, ...] = (), label_axes: int = 0):
         return with_segments
 
     return wrap
+
+
+#: The keywords of every metric that hold arrays of the data (beside a metric's ``per_item``).
+_ARRAY_KEYWORDS = ("where", "judgments", "judgments_where", "weights", "segments")
+
+
+def runtime_inputs(scores, labels, kwargs: dict, per_item: tuple[str, ...] = ()):
+    """``scores``, ``labels`` and the array keywords as run-time values of the program
+    whenever any of them is traced (:func:`jaxrank.ranking.backend.runtime`): labels
+    closed over by a jitted loss are never folded into constants by XLA."""
+    names = [n for n in (*_ARRAY_KEYWORDS, *per_item) if kwargs.get(n) is not None]
+    traced = next(
+        (a for a in (scores, labels, *(kwargs[n] for n in names)) if isinstance(a, jax.core.Tracer)),
+        None,
+    )
+    if traced is None:
+        return scores, labels, kwargs
+    kwargs = dict(kwargs, **{n: runtime(kwargs[n], traced) for n in names})
+    return runtime(scores, traced), runtime(labels, traced), kwargs
 
 
 _DOC = """

@@ -279,6 +279,20 @@ def opaque(x: jax.Array) -> jax.Array:
     return lax.optimization_barrier(x)
 
 
+def runtime(x, traced: object):
+    """``x`` as XLA must see it when ``traced`` is a tracer: a value known at run time only.
+
+    An array closed over by a jitted function (or a list or NumPy array passed beside a
+    traced one) becomes a constant of the program, and XLA folds whatever is computed from
+    constants at compile time -- a sort of the labels for the ideal DCG took minutes at
+    ``[1024, 1024]``. Behind an optimisation barrier nothing is folded. Outside a trace,
+    and for ``None``, ``x`` is returned as it is.
+    """
+    if x is None or not isinstance(traced, jax.core.Tracer) or isinstance(x, jax.core.Tracer):
+        return x
+    return opaque(jnp.asarray(x))
+
+
 def divide(a, b) -> jax.Array:
     """``a / b`` rounded once, as C and NumPy divide (broadcast against each other).
 
