@@ -76,6 +76,17 @@ def judgments(j, j_where, scores_shape: tuple[int, ...]) -> tuple[Optional[jax.A
     return j, mask(j_where, j.shape, "judgments_where", "judgments")
 
 
+def indices_within(indices, n: int, name: str) -> None:
+    """Refuse (when the values are known, outside ``jit``) an index past a list of ``n``
+    items or below -1 (the padding)."""
+    if isinstance(indices, jax.core.Tracer) or indices.size == 0:
+        return
+    low, high = int(jnp.min(indices)), int(jnp.max(indices))
+    if high >= n or low < -1:
+        bad = high if high >= n else low
+        raise ValueError(f"{name}: index {bad} is outside the list of {n} items (valid: 0..{n - 1}, and -1 pads)")
+
+
 def is_int(v) -> bool:
     return not isinstance(v, bool) and isinstance(v, (numbers.Integral, np.integer))
 

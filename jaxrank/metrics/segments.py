@@ -20,8 +20,10 @@ import jax
 import jax.numpy as jnp
 
 from jaxrank import _checks
+from jaxrank.metrics import positives as _positives
 from jaxrank.ranking import Ranks
 from jaxrank.ranking.backend import argsort_descending, cumsum, inverse_permutation, runtime
+from jaxrank.ranking.positives import Positives
 
 
 class SegmentSlots(NamedTuple):
@@ -128,6 +130,10 @@ def segmented(per_item: tuple[str, ...] = (), label_axes: int = 0):
         @functools.wraps(metric)
         def with_segments(scores, labels, *, segments=None, num_segments: Optional[int] = None, **kwargs):
             scores, labels, kwargs = runtime_inputs(scores, labels, kwargs, per_item)
+            if isinstance(labels, Positives):
+                if segments is not None or num_segments is not None:
+                    raise ValueError("segments cannot be combined with labels given as positives")
+                return _positives.evaluate(metric, scores, labels, kwargs)
             if segments is None:
                 if num_segments is not None:
                     raise ValueError("num_segments was given without segments")
@@ -156,10 +162,8 @@ def runtime_inputs(scores, labels, kwargs: dict, per_item: tuple[str, ...] = ())
     whenever any of them is traced (:func:`jaxrank.ranking.backend.runtime`): labels
     closed over by a jitted loss are never folded into constants by XLA."""
     names = [n for n in (*_ARRAY_KEYWORDS, *per_item) if kwargs.get(n) is not None]
-    traced = next(
-        (a for a in (scores, labels, *(kwargs[n] for n in names)) if isinstance(a, jax.core.Tracer)),
-        None,
-    )
+    leaves = jax.tree.leaves((scores, labels, *(kwargs[n] for n in names)))
+    traced = next((a for a in leaves if isinstance(a, jax.core.Tracer)), None)
     if traced is None:
         return scores, labels, kwargs
     kwargs = dict(kwargs, **{n: runtime(kwargs[n], traced) for n in names})

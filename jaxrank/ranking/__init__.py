@@ -8,6 +8,8 @@
   :mod:`~jaxrank.ranking.pairwise` (:func:`approx`), :mod:`~jaxrank.ranking.projection`
   (:func:`softrank`), :mod:`~jaxrank.ranking.permutation` (:func:`neuralsort`,
   :func:`softsort`), :mod:`~jaxrank.ranking.sampling` (:func:`gumbel`).
+* :mod:`jaxrank.ranking.positives`: :func:`positives`, the relevant items of each list by
+  index, as a metric's labels; the rankers' ``at_positives`` rank them alone.
 * :mod:`jaxrank.ranking.given`: :func:`given`, ranks computed elsewhere (rax's ``rank_fn``),
   as a ranker.
 * :mod:`jaxrank.ranking.backend`: the only module that knows platforms (host
@@ -18,6 +20,7 @@ from jaxrank.ranking.given import GivenRanker, GivenRanks, given
 from jaxrank.ranking.hard import HardRanker, HardRanks, hard
 from jaxrank.ranking.pairwise import ApproxRanker, ApproxRanks, PointRanks, approx, pairwise_ranks
 from jaxrank.ranking.permutation import NeuralSortRanker, PermutationRanks, SoftSortRanker, neuralsort, softsort
+from jaxrank.ranking.positives import Positives, positives
 from jaxrank.ranking.projection import SoftRanker, SoftRanks, soft_ranks, softrank
 from jaxrank.ranking.ranks import TIE_POLICIES, PositionFn, Ranker, Ranks, Ties
 from jaxrank.ranking.sampling import GumbelRanker, GumbelRanks, gumbel
@@ -36,6 +39,7 @@ __all__ = [
     "NeuralSortRanker",
     "PermutationRanks",
     "PointRanks",
+    "Positives",
     "PositionFn",
     "Ranker",
     "Ranks",
@@ -50,6 +54,7 @@ __all__ = [
     "hard",
     "neuralsort",
     "pairwise_ranks",
+    "positives",
     "score_spread",
     "soft_cutoff",
     "soft_ranks",

@@ -286,11 +286,14 @@ def runtime(x, traced: object):
     traced one) becomes a constant of the program, and XLA folds whatever is computed from
     constants at compile time -- a sort of the labels for the ideal DCG took minutes at
     ``[1024, 1024]``. Behind an optimisation barrier nothing is folded. Outside a trace,
-    and for ``None``, ``x`` is returned as it is.
+    and for ``None``, ``x`` is returned as it is; a pytree (such as
+    :class:`~jaxrank.ranking.positives.Positives`) leaf by leaf.
     """
-    if x is None or not isinstance(traced, jax.core.Tracer) or isinstance(x, jax.core.Tracer):
+    if x is None or not isinstance(traced, jax.core.Tracer):
         return x
-    return opaque(jnp.asarray(x))
+    if isinstance(x, (list, tuple)):  # a nested list of numbers is one array
+        x = jnp.asarray(x)
+    return jax.tree.map(lambda a: a if isinstance(a, jax.core.Tracer) else opaque(jnp.asarray(a)), x)
 
 
 def divide(a, b) -> jax.Array:

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxrank.ranking._ties import reduce_positions
+from jaxrank.ranking.positives import ListAxis, Positives
 from jaxrank.ranking.ranks import PositionFn, Ranks
 from jaxrank.ranking.smooth import _check_units, _inputs, _optional_positive, _positive, soft_cutoff
 
@@ -304,6 +305,26 @@ class ApproxRanker:
         ranks = 1 + _pairwise_rows("above", s, valid, valid, self.temperature)
         tau = self.temperature if self.cutoff_temperature is None else self.cutoff_temperature
         return ApproxRanks(ranks=ranks, valid=valid, scores=s, temperature=self.temperature, tau=tau)
+
+    def at_positives(
+        self, scores, where, positives: Positives, depth: Optional[int], axis_name: Optional[str] = None
+    ) -> Optional[ApproxRanks]:
+        """:class:`ApproxRanks` of the relevant items of ``positives`` alone, each rank a sum
+        over the whole list ``scores[..., n]`` (sharded over ``axis_name`` when given):
+        ``n * r`` terms. The pairwise operations (AP, RR, ERR) then need the relevant
+        items only. None with a depth: the soft cutoff's width reads every item's rank
+        (:meth:`PointRanks.cutoff_width`), the dense path."""
+        if depth is not None:
+            return None
+        axis = ListAxis(axis_name, scores.shape[-1])
+        x, valid = _inputs(scores, where, self.units, self.temperature, axis)
+        at = axis.at(x, positives.indices)
+        named = positives.valid & (axis.at(valid.astype(jnp.int32), positives.indices) > 0)
+        keep = valid[..., None, :] & (positives.indices[..., :, None] != axis.offset + jnp.arange(x.shape[-1]))
+        z = jnp.where(keep, (x[..., None, :] - at[..., :, None]) * (1.0 / self.temperature), 0)
+        ranks = 1 + axis.sum(jnp.sum(jnp.where(keep, jax.nn.sigmoid(z), 0), axis=-1))
+        tau = self.temperature if self.cutoff_temperature is None else self.cutoff_temperature
+        return ApproxRanks(ranks=ranks, valid=named, scores=at, temperature=self.temperature, tau=tau)
 
 
 def approx(

@@ -15,6 +15,7 @@ from jax import lax
 from jaxrank import _checks
 from jaxrank.ranking._ties import reduce_positions
 from jaxrank.ranking.backend import argsort_descending, cumsum, linear_recurrence, sort_key
+from jaxrank.ranking.positives import ListAxis, Positives
 from jaxrank.ranking.ranks import PositionFn, Ranks
 from jaxrank.ranking.smooth import (
     _check_units,
@@ -138,6 +139,39 @@ class SoftSortRanks(_SoftlySorted):
         above = a_prev * jnp.concatenate([jnp.zeros_like(upto[..., :1]), upto[..., :-1]], axis=-1)
         total = below + above + _tied_above(top, x, position < m, self.temperature)
         return jnp.where(position < m, total[0] / jnp.where(total[1] > 0, total[1], 1), 0)
+
+
+@functools.partial(jax.tree_util.register_dataclass, data_fields=["kernel", "normalizer", "rows"], meta_fields=[])
+@dataclasses.dataclass(frozen=True)
+class SoftSortTopRanks(_SoftlySorted):
+    r"""SoftSort's relaxed permutation at the first ``depth`` positions and the relevant
+    items only (:meth:`SoftSortRanker.at_positives`): ``kernel[..., p, i]`` is
+    :math:`e^{-|t_p - s_i|/T}` for relevant item ``i`` (1 where ``i`` is the item sorted at
+    ``p``), ``normalizer[..., p]`` the row sum :math:`\sum_j e^{-|t_p - s_j|/T}` over the
+    whole list, ``rows`` the positions that hold an item. Per-item values are those of the
+    relevant items (``[..., r]``); the others are 0. The operations: :class:`_SoftlySorted`
+    at the positions ``1..depth``, which is every position a cutoff metric at ``k <= depth``
+    reads."""
+
+    kernel: jax.Array  # [..., depth, r]
+    normalizer: jax.Array  # [..., depth]
+    rows: jax.Array  # [..., depth]
+
+    @property
+    def size(self) -> int:
+        return self.kernel.shape[-1]
+
+    def _dtype(self):
+        return self.kernel.dtype
+
+    def _positions(self) -> jax.Array:
+        return jnp.arange(1, self.kernel.shape[-2] + 1, dtype=self._dtype())
+
+    def in_rank_order(self, v: jax.Array) -> jax.Array:
+        """``sum_i P[..., p, i] v_i`` over the relevant items, ``[..., depth]``."""
+        v = v.astype(jnp.promote_types(v.dtype, self.kernel.dtype))
+        total = jnp.sum(self.kernel * v[..., None, :], axis=-1)
+        return jnp.where(self.rows, total / jnp.where(self.rows, self.normalizer, 1), 0)
 
 
 def _tied_above(top: jax.Array, x: jax.Array, valid_rows: jax.Array, temperature: float) -> jax.Array:
@@ -266,6 +300,37 @@ class SoftSortRanker(_PermutationRanker):
         order, top = _sorted(s, valid)
         return SoftSortRanks(top=top, scores=s, order=order, valid=valid, temperature=self.temperature)
 
+    def at_positives(
+        self, scores, where, positives: Positives, depth: Optional[int], axis_name: Optional[str] = None
+    ) -> Optional[Ranks]:
+        """:class:`SoftSortTopRanks` of the relevant items of ``positives`` among the whole
+        list ``scores[..., n]`` (sharded over ``axis_name`` when given), for a metric that
+        reads the first ``depth`` positions: the top ``depth`` scores (a ``top_k``), each
+        position's row sum over the list (``n * depth`` terms), and the kernel at the
+        relevant items (``r * depth``). None without a depth or with Sinkhorn iterations
+        (every position, or the whole matrix, is needed: the dense path)."""
+        if depth is None or self.sinkhorn:
+            return None
+        axis = ListAxis(axis_name, scores.shape[-1])
+        x, valid = _inputs(scores, where, self.units, self.temperature, axis)
+        depth = min(depth, axis.size)
+        idx, _, t = axis.top(sort_key(lax.stop_gradient(x), valid), x, depth)
+        m = axis.sum(jnp.sum(valid, axis=-1, keepdims=True))
+        rows = jnp.arange(depth) < m
+        t = jnp.where(rows, t, 0)
+        # the item sorted at p meets itself at distance 0, held constant as in SoftSortRanks
+        own = idx[..., :, None] == (axis.offset + jnp.arange(x.shape[-1]))
+        terms = _kernel(t[..., :, None], x[..., None, :], own, self.temperature)
+        terms = jnp.where(valid[..., None, :] & rows[..., :, None], terms, 0)
+        normalizer = axis.sum(jnp.sum(terms, axis=-1))
+        named = positives.valid & (axis.at(valid.astype(jnp.int32), positives.indices) > 0)
+        at = axis.at(x, positives.indices)
+        kernel = _kernel(
+            t[..., :, None], at[..., None, :], idx[..., :, None] == positives.indices[..., None, :], self.temperature
+        )
+        kernel = jnp.where(named[..., None, :] & rows[..., :, None], kernel, 0)
+        return SoftSortTopRanks(kernel=kernel, normalizer=normalizer, rows=rows)
+
     def _logits(self, s: jax.Array, valid: jax.Array) -> jax.Array:
         n = s.shape[-1]
         order, top = _sorted(s, valid)
@@ -273,6 +338,12 @@ class SoftSortRanker(_PermutationRanker):
         # not left to abs's kink, whose side XLA's rounding of a fused s/spread can flip.
         own = order[..., :, None] == jnp.arange(n)
         return -jnp.where(own, 0, jnp.abs(top[..., :, None] - s[..., None, :]))
+
+
+def _kernel(top: jax.Array, s: jax.Array, own: jax.Array, temperature: float) -> jax.Array:
+    """:math:`e^{-|t - s|/T}`, with the distance of an item to its own position written as 0
+    (no gradient), as :class:`SoftSortRanks`' recurrences have it."""
+    return jnp.exp(-jnp.where(own, 0, jnp.abs(top - s)) / temperature)
 
 
 def _sorted(s: jax.Array, valid: jax.Array) -> tuple[jax.Array, jax.Array]:

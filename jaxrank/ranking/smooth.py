@@ -85,19 +85,22 @@ def _compute_dtype(dtype) -> jnp.dtype:
     return jnp.promote_types(dtype, jnp.float32)
 
 
-def _inputs(scores, where, units: str = "score", temperature: float = 1.0):
+def _inputs(scores, where, units: str = "score", temperature: float = 1.0, list_axis=None):
     """Scores in a compute dtype, with masked entries set to 0, and the mask; the scores
     rescaled so that the ranker's own ``temperature`` acts as ``units`` say (see
-    :func:`bounded_temperature` and :func:`score_spread`)."""
+    :func:`bounded_temperature` and :func:`score_spread`). ``list_axis``: a
+    :class:`jaxrank.ranking.positives.ListAxis` when the lists are sharded (the spread is
+    then the whole list's)."""
     scores = _checks.scores(scores)
     valid = _checks.mask(where, scores.shape, broadcast=True)
     x = scores.astype(_compute_dtype(scores.dtype))
     x = jnp.where(valid, x, jnp.zeros((), x.dtype))
     if units == "std":
-        x = x / score_spread(x, valid)
+        x = x / _spread(x, valid, list_axis)
     elif units == "bounded":
         # s / T_list = (s * T / T_list) / T: the ranker divides by its own T afterwards
-        x = x * (temperature / bounded_temperature(x, valid, temperature))
+        spread = lax.stop_gradient(_spread(x, valid, list_axis))
+        x = x * (temperature / _band(jnp.asarray(temperature, x.dtype), spread, BAND))
     return x, valid
 
 
@@ -147,8 +150,11 @@ def bounded_temperature(
     """
     s, valid = _inputs(scores, where)
     spread = lax.stop_gradient(score_spread(s, valid))
-    t = jnp.asarray(temperature, s.dtype)
-    low, high = BAND if band is None else band
+    return _band(jnp.asarray(temperature, s.dtype), spread, BAND if band is None else band)
+
+
+def _band(t, spread, band):
+    low, high = band
     return jnp.clip(t, low * spread, high * spread)
 
 
@@ -168,16 +174,31 @@ def score_spread(scores: jax.Array, where: Optional[jax.Array] = None) -> jax.Ar
       [1.0, 1.0]
     """
     s, valid = _inputs(scores, where)
-    m = jnp.sum(valid, axis=-1, keepdims=True).astype(s.dtype)
+    return _spread(s, valid)
+
+
+def _spread(s: jax.Array, valid: jax.Array, list_axis=None) -> jax.Array:
+    """:func:`score_spread` of masked compute-dtype scores; over a sharded list's every
+    shard with ``list_axis``."""
+
+    def total(x):
+        x = jnp.sum(x, axis=-1, keepdims=True)
+        return x if list_axis is None else list_axis.sum(x)
+
+    def top(x):
+        x = jnp.max(x, axis=-1, keepdims=True)
+        return x if list_axis is None else list_axis.max(x)
+
+    m = total(valid.astype(s.dtype))
     m_safe = jnp.maximum(m, 1)
-    dev = jnp.where(valid, s - jnp.sum(s, axis=-1, keepdims=True) / m_safe, 0)
+    dev = jnp.where(valid, s - total(s) / m_safe, 0)
     # std = a * std(dev / a) for any a > 0: dividing by the largest deviation (held
     # constant, which leaves the gradient exact) keeps squares of |s| ~ 1e30 finite.
-    top = lax.stop_gradient(jnp.max(jnp.abs(dev), axis=-1, keepdims=True))
-    spread = (m >= 2) & (top > 0)
-    top = jnp.where(spread, top, 1)
-    mean_square = jnp.where(spread, jnp.sum(jnp.square(dev / top), axis=-1, keepdims=True) / m_safe, 1)
-    return jnp.where(spread, top * jnp.sqrt(mean_square), 1)
+    largest = lax.stop_gradient(top(jnp.abs(dev)))
+    spread = (m >= 2) & (largest > 0)
+    largest = jnp.where(spread, largest, 1)
+    mean_square = jnp.where(spread, total(jnp.square(dev / largest)) / m_safe, 1)
+    return jnp.where(spread, largest * jnp.sqrt(mean_square), 1)
 
 
 def _exclusive_cumprod(x: jax.Array) -> jax.Array:
