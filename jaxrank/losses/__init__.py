@@ -36,6 +36,7 @@ from jaxrank.losses.pairwise import (
     pairwise_soft_zero_one,
 )
 from jaxrank.losses.pointwise import pointwise_mse, pointwise_sigmoid
+from jaxrank.losses.retrieval import retrieval_loss
 
 __all__ = [
     "ap_loss",
@@ -53,6 +54,7 @@ __all__ = [
     "pointwise_mse",
     "pointwise_sigmoid",
     "poly1_softmax",
+    "retrieval_loss",
     "softmax_cross_entropy",
     "unique_softmax",
 ]

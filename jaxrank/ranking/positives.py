@@ -156,12 +156,21 @@ class ListAxis:
         order = order + self.offset
         if self.axis_name is None:
             return order, top_key, values
-        merged = [lax.all_gather(a, self.axis_name, axis=a.ndim - 1, tiled=True) for a in (order, top_key, values)]
+        merged = [self._gathered(a) for a in (order, top_key, values)]
         at, top_key = top_k_order(merged[1], depth)  # shards in order: ties stay by global index
         return jnp.take_along_axis(merged[0], at, axis=-1), top_key, jnp.take_along_axis(merged[2], at, axis=-1)
 
+    def _gathered(self, x: jax.Array) -> jax.Array:
+        """Every device's ``x[..., c]`` side by side, ``[..., devices * c]``, the same on every
+        device (typed so: a sum of each device's block placed at its offset, where
+        ``all_gather``'s result is typed as varying)."""
+        devices, c = lax.axis_size(self.axis_name), x.shape[-1]
+        start = lax.axis_index(self.axis_name) * c
+        placed = jnp.arange(devices * c) - start
+        inside = (placed >= 0) & (placed < c)
+        spread = jnp.where(inside, jnp.take(x, jnp.clip(placed, 0, c - 1), axis=-1), jnp.zeros((), x.dtype))
+        return self.sum(spread)
+
     def gather(self, x: jax.Array) -> jax.Array:
         """The whole list ``[..., n]`` on every device (the dense fallback)."""
-        if self.axis_name is None:
-            return x
-        return lax.all_gather(x, self.axis_name, axis=x.ndim - 1, tiled=True)
+        return x if self.axis_name is None else self._gathered(x)

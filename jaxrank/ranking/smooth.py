@@ -194,7 +194,7 @@ def _spread(s: jax.Array, valid: jax.Array, list_axis=None) -> jax.Array:
     dev = jnp.where(valid, s - total(s) / m_safe, 0)
     # std = a * std(dev / a) for any a > 0: dividing by the largest deviation (held
     # constant, which leaves the gradient exact) keeps squares of |s| ~ 1e30 finite.
-    largest = lax.stop_gradient(top(jnp.abs(dev)))
+    largest = top(lax.stop_gradient(jnp.abs(dev)))
     spread = (m >= 2) & (largest > 0)
     largest = jnp.where(spread, largest, 1)
     mean_square = jnp.where(spread, total(jnp.square(dev / largest)) / m_safe, 1)

@@ -1,0 +1,158 @@
+"""A metric loss for retrieval models: queries against the batch's documents, or a corpus.
+
+A dual encoder scores every query against every candidate document (the batch's own
+positives, mined hard negatives, or a whole corpus) and knows each query's relevant
+candidates by index. :func:`retrieval_loss` is ``1 - metric`` of those lists with a smooth
+ranker, computed a block of queries at a time with the block's scores recomputed in the
+backward pass, so the ``[Q, M]`` score matrix is never held: the relaxation is needed at
+the relevant candidates only (:mod:`jaxrank.ranking.positives`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Optional
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from jaxrank import _checks, metrics
+from jaxrank.losses._metric import _smooth_ranker
+from jaxrank.metrics.positives import evaluate
+from jaxrank.ranking.permutation import softsort
+from jaxrank.ranking.positives import Positives
+from jaxrank.ranking.positives import positives as _positives
+
+# Chosen on validation queries only (docs/retrieval_loss.md, "The default").
+_DEFAULT_RANKER = softsort(0.05)
+#: A block of queries holds at most about this many scores (queries x documents) at once.
+SCORES_PER_BLOCK = 1 << 22
+
+
+def retrieval_loss(
+    queries,
+    documents,
+    positives,
+    *,
+    grades=None,
+    metric: Callable = metrics.ndcg,
+    ranker=None,
+    k=10,
+    where=None,
+    block: Optional[int] = None,
+    axis_name: Optional[str] = None,
+    **metric_kwargs,
+) -> jax.Array:
+    """``1 - metric`` of each query's list of documents, ranked by ``queries @ documents.T``.
+
+    .. math:: \\ell_q = 1 - M_{\\text{ranker}}\\big(s_{q\\cdot} = \\langle e_q, d_\\cdot\\rangle,\\ y_{q\\cdot}\\big),
+        \\qquad y_{qj} = \\text{grade of } j \\text{ if } j \\in \\text{positives}_q \\text{ else } 0
+
+    Args:
+      queries: ``[Q, d]`` query embeddings.
+      documents: ``[M, d]`` candidate embeddings, the same list for every query (the
+        batch's documents and any hard negatives, or a corpus); under ``shard_map`` with
+        ``axis_name``, this device's block of them (device ``i`` holds candidates
+        ``i * M .. (i + 1) * M - 1``).
+      positives: ``int[Q, r]``, the indices of each query's relevant candidates in the
+        whole list (``-1`` pads), or :func:`jaxrank.positives` (then no ``grades``). A
+        candidate relevant to several queries is named by each; it is a negative for the
+        others, as in InfoNCE. A repeated index within a query counts once.
+      grades: ``[Q, r]`` their labels (default 1).
+      metric: a metric of :mod:`jaxrank.metrics` (default nDCG).
+      ranker: a smooth ranker (default ``softsort(0.05)``, chosen on validation queries,
+        docs/retrieval_loss.md). ``softsort`` with a cutoff and ``approx`` without one
+        rank the relevant candidates alone (O(Q M depth) / O(Q M r)); any other ranker gets
+        each block's dense lists.
+      k: the metric's cutoff (default 10; None: the whole list).
+      where: ``bool[M]`` or ``bool[Q, M]``, the candidates of each list (a corpus's
+        padding, or a query's known false negatives).
+      block: queries scored at once (default: as many as keep a block's scores near
+        :data:`SCORES_PER_BLOCK`); must divide ``Q``.
+      axis_name: the ``shard_map`` axis the documents are sharded over; each device scores
+        its own block and only per-query sums and the top ``k`` cross devices. The result
+        equals one device's.
+      **metric_kwargs: passed to the metric (``gain``, ``rel``, ...).
+
+    Returns:
+      ``[Q]``, each query's loss.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> from jaxrank import losses
+      >>> q = jax.random.normal(jax.random.key(0), (4, 8))
+      >>> d = jnp.concatenate([q + 0.1, -q])  # each query's positive is its own row
+      >>> loss = losses.retrieval_loss(q, d, jnp.arange(4)[:, None])
+      >>> loss.shape, bool(jnp.all(loss < 0.1))
+      ((4,), True)
+    """
+    queries, documents = _embeddings(queries, documents)
+    n_queries, local = queries.shape[0], documents.shape[0]
+    pos = _as_positives(positives, grades, n_queries)
+    ranker = _DEFAULT_RANKER if ranker is None else ranker
+    _smooth_ranker(ranker)
+    if where is not None:
+        where = jnp.asarray(where)
+        if where.shape not in ((local,), (n_queries, local)):
+            raise ValueError(
+                f"where must have shape [M] = ({local},) or [Q, M] = ({n_queries}, {local}), got {where.shape}"
+            )
+        where = jnp.broadcast_to(where.astype(bool), (n_queries, local))
+    if axis_name is None:
+        _checks.indices_within(pos.indices, local, "positives")
+    block = _block(block, n_queries, local)
+    kwargs = dict(metric_kwargs, k=k, ranker=ranker)
+
+    @jax.checkpoint
+    def per_block(inputs):
+        q, idx, g, w = inputs
+        scores = jnp.matmul(q, documents.T, preferred_element_type=jnp.float32)
+        given = dict(kwargs) if w is None else dict(kwargs, where=w)
+        return 1 - evaluate(metric, scores, Positives(idx, g), given, axis_name)
+
+    def blocks(x):
+        return None if x is None else x.reshape((n_queries // block, block) + x.shape[1:])
+
+    out = lax.map(per_block, (blocks(queries), blocks(pos.indices), blocks(pos.grades), blocks(where)))
+    return out.reshape(n_queries)
+
+
+def _embeddings(queries, documents) -> tuple[jax.Array, jax.Array]:
+    queries, documents = jnp.asarray(queries), jnp.asarray(documents)
+    for name, x in (("queries", queries), ("documents", documents)):
+        if x.ndim != 2:
+            raise ValueError(f"{name} must be [{name[0].upper()}, d] embeddings, got shape {x.shape}")
+        if not jnp.issubdtype(x.dtype, jnp.floating):
+            raise ValueError(f"{name} must be floating point, got {x.dtype}")
+    if queries.shape[1] != documents.shape[1]:
+        raise ValueError(
+            f"documents must have the dimension of queries ({queries.shape[1]}), got {documents.shape[1]} "
+            f"(queries {queries.shape}, documents {documents.shape})"
+        )
+    return queries, documents
+
+
+def _as_positives(positives, grades, n_queries: int) -> Positives:
+    if isinstance(positives, Positives):
+        if grades is not None:
+            raise ValueError("grades: give them inside jaxrank.positives(indices, grades), not beside it")
+        pos = positives
+    else:
+        positives = jnp.asarray(positives)
+        if positives.ndim != 2:
+            raise ValueError(f"positives must be int[Q, r] (-1 pads), got shape {positives.shape}")
+        pos = _positives(positives, grades)
+    if pos.indices.ndim != 2 or pos.indices.shape[0] != n_queries:
+        raise ValueError(f"positives must be [Q, r] with Q = {n_queries} (the queries), got {pos.indices.shape}")
+    return pos
+
+
+def _block(block: Optional[int], n_queries: int, local: int) -> int:
+    if block is None:
+        target = max(1, SCORES_PER_BLOCK // max(local, 1))
+        return max(b for b in range(1, min(target, n_queries) + 1) if n_queries % b == 0)
+    block = _checks.positive_int(block, "block")
+    if n_queries % block:
+        raise ValueError(f"block must divide the number of queries {n_queries}, got {block}")
+    return block
