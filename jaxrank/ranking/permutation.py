@@ -303,12 +303,20 @@ class SoftSortRanker(_PermutationRanker):
     def at_positives(
         self, scores, where, positives: Positives, depth: Optional[int], axis_name: Optional[str] = None
     ) -> Optional[Ranks]:
-        """:class:`SoftSortTopRanks` of the relevant items of ``positives`` among the whole
+        r""":class:`SoftSortTopRanks` of the relevant items of ``positives`` among the whole
         list ``scores[..., n]`` (sharded over ``axis_name`` when given), for a metric that
-        reads the first ``depth`` positions: the top ``depth`` scores (a ``top_k``), each
-        position's row sum over the list (``n * depth`` terms), and the kernel at the
-        relevant items (``r * depth``). None without a depth or with Sinkhorn iterations
-        (every position, or the whole matrix, is needed: the dense path)."""
+        reads the first ``depth`` positions. None without a depth or with Sinkhorn
+        iterations (every position, or the whole matrix, is needed: the dense path).
+
+        With :math:`t_1 \ge \dots \ge t_D` the top ``depth`` scores (a ``top_k``), every
+        item below :math:`t_D` is below every position, so its term of row ``p`` factors,
+        :math:`e^{-|t_p - s_j|/T} = e^{(t_D - t_p)/T} e^{(s_j - t_D)/T}`, and the row sums are
+
+        .. math:: Z_p = e^{(t_D - t_p)/T} \sum_{j: s_j \le t_D} e^{(s_j - t_D)/T}
+            + \sum_{q: t_q > t_D} e^{-|t_p - t_q|/T}:
+
+        one exponential per item of the list (as a softmax's), ``depth^2`` beside it, and
+        the kernel at the relevant items (``r * depth``). Every factor is at most 1."""
         if depth is None or self.sinkhorn:
             return None
         axis = ListAxis(axis_name, scores.shape[-1])
@@ -318,11 +326,14 @@ class SoftSortRanker(_PermutationRanker):
         m = axis.sum(jnp.sum(valid, axis=-1, keepdims=True))
         rows = jnp.arange(depth) < m
         t = jnp.where(rows, t, 0)
+        last = jnp.take_along_axis(t, jnp.clip(jnp.minimum(m, depth) - 1, 0, depth - 1), axis=-1)  # t_D
+        below = valid & (x <= last)
+        tail = axis.sum(jnp.sum(jnp.where(below, jnp.exp(jnp.where(below, x - last, 0) / self.temperature), 0), -1))
+        above = rows & (t > last)  # the positions above t_D: every item above it
         # the item sorted at p meets itself at distance 0, held constant as in SoftSortRanks
-        own = idx[..., :, None] == (axis.offset + jnp.arange(x.shape[-1]))
-        terms = _kernel(t[..., :, None], x[..., None, :], own, self.temperature)
-        terms = jnp.where(valid[..., None, :] & rows[..., :, None], terms, 0)
-        normalizer = axis.sum(jnp.sum(terms, axis=-1))
+        pairs = _kernel(t[..., :, None], t[..., None, :], jnp.eye(depth, dtype=bool), self.temperature)
+        head = jnp.sum(jnp.where(above[..., None, :], pairs, 0), axis=-1)
+        normalizer = jnp.where(rows, head + jnp.exp((last - t) / self.temperature) * tail[..., None], 0)
         named = positives.valid & (axis.at(valid.astype(jnp.int32), positives.indices) > 0)
         at = axis.at(x, positives.indices)
         kernel = _kernel(

@@ -1,0 +1,205 @@
+"""Value and gradient of retrieval losses over in-batch lists and a corpus, beside InfoNCE.
+
+    python benchmarks/bench_retrieval_loss.py                       # every size and row
+    python benchmarks/bench_retrieval_loss.py --sizes 4096x4096     # one size
+    python benchmarks/bench_retrieval_loss.py --rows infonce,default --json out.json
+
+A dual encoder's step: queries ``[Q, d]`` and documents ``[M, d]`` (unit vectors, d = 128),
+scores ``q @ D.T``, one positive per query (document ``i`` for query ``i`` in a batch,
+``M = Q``; a random document of the corpus otherwise), and the value and gradient of the
+mean loss in both embeddings, under ``jit``. Rows:
+
+* ``infonce``: InfoNCE as its users write it, ``optax.softmax_cross_entropy_with_integer_labels``
+  of the scores over a temperature of 0.05 (the floor: one pass over the score matrix);
+* ``default``: ``jaxrank.losses.retrieval_loss(q, D, positives)`` (soft nDCG@10, its
+  default ranker), blocks of queries with rematerialisation, the ``[Q, M]`` matrix never held;
+* ``approx``: the same with ``ranker=jaxrank.approx(), k=None`` (each relevant item's rank a
+  sum over the list, no cutoff);
+* ``dense``: ``losses.metric_loss(q @ D.T, labels, k=10)`` with the labels dense, the
+  pre-retrieval way (metric_loss's default ranker);
+* ``rax_approx_ndcg``, ``rax_softmax``: rax 0.4's ``approx_t12n(ndcg_metric)`` loss and
+  ``softmax_loss`` on the same dense lists (where they fit in memory).
+
+Each (size, row) runs in its own interpreter: its peak RSS (``resource.getrusage``) is its
+own, beside XLA's own account of the compiled program (arguments + outputs + temporaries,
+``compiled.memory_analysis()``) and, on a GPU, the device's peak bytes in use. Compile time
+(``lower().compile()``) is apart from the run time (median of ``--repeats`` calls). The header
+records the machine, versions and load; a row taken while the machine was busy is flagged
+"noisy" (docs/benchmarks.md). Results: docs/retrieval_loss.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _machine  # noqa: E402
+
+SIZES = {"4096x4096": (4096, 4096), "16384x16384": (16384, 16384), "1024x1000000": (1024, 1_000_000)}
+ROWS = ("infonce", "default", "approx", "dense", "rax_approx_ndcg", "rax_softmax")
+DIM = 128
+# Rows that hold the dense [Q, M] lists, and the [Q, M, M] pair matrices of rax's ApproxNDCG.
+DENSE = {"dense", "rax_approx_ndcg", "rax_softmax"}
+
+
+def _loss(row: str, positives, n_docs: int):
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    import jaxrank
+    from jaxrank import losses
+
+    if row == "infonce":
+        return lambda q, d: optax.softmax_cross_entropy_with_integer_labels(q @ d.T / 0.05, positives).mean()
+    if row == "default":
+        return lambda q, d: losses.retrieval_loss(q, d, positives[:, None]).mean()
+    if row == "approx":
+        return lambda q, d: losses.retrieval_loss(q, d, positives[:, None], ranker=jaxrank.approx(), k=None).mean()
+    labels = jax.nn.one_hot(positives, n_docs, dtype=jnp.float32)
+    if row == "dense":
+        return lambda q, d: losses.metric_loss(q @ d.T, labels, k=10).mean()
+    import rax
+
+    if row == "rax_approx_ndcg":
+        ndcg = rax.approx_t12n(rax.ndcg_metric)
+        return lambda q, d: -ndcg(q @ d.T, labels, topn=10)
+    if row == "rax_softmax":
+        return lambda q, d: rax.softmax_loss(q @ d.T / 0.05, labels)
+    raise ValueError(f"unknown row {row!r}")
+
+
+def worker(row: str, n_queries: int, n_docs: int, repeats: int) -> dict:
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+
+    def unit(x):
+        return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+    docs = unit(rng.normal(size=(n_docs, DIM))).astype(np.float32)
+    positives = (
+        np.arange(n_queries) if n_queries <= n_docs and n_docs == n_queries else rng.integers(0, n_docs, n_queries)
+    )
+    # each query near its positive, as after some training
+    queries = unit(docs[positives] + 0.5 * unit(rng.normal(size=(n_queries, DIM)))).astype(np.float32)
+    q, d, pos = jnp.asarray(queries), jnp.asarray(docs), jnp.asarray(positives, jnp.int32)
+    # the positives are an argument of the step, as in training (not a constant of the program)
+    step = jax.jit(lambda q, d, pos: jax.value_and_grad(_loss(row, pos, n_docs), argnums=(0, 1))(q, d))
+    start = time.perf_counter()
+    compiled = step.lower(q, d, pos).compile()
+    compile_s = time.perf_counter() - start
+    analysis = compiled.memory_analysis()
+    xla_bytes = None
+    if analysis is not None:
+        xla_bytes = analysis.argument_size_in_bytes + analysis.output_size_in_bytes + analysis.temp_size_in_bytes
+    times = []
+    for _ in range(repeats + 1):  # the first call warms up
+        start = time.perf_counter()
+        value, grads = jax.block_until_ready(compiled(q, d, pos))
+        times.append(time.perf_counter() - start)
+    finite = bool(np.isfinite(float(value)) and all(np.all(np.isfinite(np.asarray(g))) for g in grads))
+    stats = jax.devices()[0].memory_stats() or {}
+    return dict(
+        compile_s=compile_s,
+        run_s=statistics.median(times[1:]),
+        peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        xla_mb=None if xla_bytes is None else xla_bytes / 2**20,
+        device_peak_mb=stats.get("peak_bytes_in_use", 0) / 2**20 or None,
+        value=float(value),
+        finite=finite,
+        platform=jax.devices()[0].platform,
+    )
+
+
+def _skip(row: str, n_queries: int, n_docs: int, memory_gb: float):
+    if row in DENSE and n_queries * n_docs * 4 * 6 > 0.6 * memory_gb * 2**30:
+        return "skipped: dense [Q, M] lists do not fit"
+    if row == "rax_approx_ndcg" and n_queries * n_docs * n_docs * 4 * 3 > 0.6 * memory_gb * 2**30:
+        return "skipped: [Q, M, M] pair matrices do not fit"
+    return None
+
+
+def _fmt(v, digits=3):
+    return "" if v is None else f"{v:.{digits}f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", nargs="+", default=list(SIZES), help=f"QxM sizes, of {list(SIZES)} or any")
+    parser.add_argument("--rows", default=",".join(ROWS), help="comma-separated rows")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per (size, row)")
+    parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        row, n_queries, n_docs = json.loads(args.worker)
+        print(json.dumps(worker(row, n_queries, n_docs, args.repeats)))
+        return
+    rows = [r for r in args.rows.split(",") if r]
+    for r in rows:
+        if r not in ROWS:
+            parser.error(f"--rows: unknown row {r!r} (known: {', '.join(ROWS)})")
+    run = _machine.start(peers=("optax", "rax"), extra={"d": DIM})
+    print(run.header())
+    memory_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    results = []
+    print("\n| Q x M | loss | run s | vs InfoNCE | compile s | peak RSS MB | XLA MB | device peak MB | note |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for size in args.sizes:
+        n_queries, n_docs = SIZES.get(size) or tuple(int(x) for x in size.split("x"))
+        floor = None
+        for row in rows:
+            result = dict(size=size, row=row)
+            reason = _skip(row, n_queries, n_docs, memory_gb)
+            if reason is None:
+                with run.watch() as watch:
+                    proc = subprocess.run(
+                        [
+                            sys.executable,
+                            __file__,
+                            "--worker",
+                            json.dumps([row, n_queries, n_docs]),
+                            "--repeats",
+                            str(args.repeats),
+                        ],
+                        capture_output=True,
+                        text=True,
+                        timeout=args.timeout,
+                        check=False,
+                    )
+                if proc.returncode != 0:
+                    reason = "failed: " + (proc.stderr.strip().splitlines() or ["?"])[-1][:120]
+                else:
+                    result.update(json.loads(proc.stdout.strip().splitlines()[-1]), noisy=watch.noisy)
+            result["note"] = reason or ("noisy" if result.get("noisy") else "")
+            if row == "infonce" and "run_s" in result:
+                floor = result
+            ratio = None
+            if floor is not None and "run_s" in result:
+                ratio = f"{result['run_s'] / floor['run_s']:.2f}x t, {result['peak_rss_mb'] / floor['peak_rss_mb']:.2f}x RSS"
+            print(
+                f"| {size} | {row} | {_fmt(result.get('run_s'))} | {ratio or ''} | {_fmt(result.get('compile_s'), 1)} | "
+                f"{_fmt(result.get('peak_rss_mb'), 0)} | {_fmt(result.get('xla_mb'), 0)} | "
+                f"{_fmt(result.get('device_peak_mb'), 0)} | {result['note']} |",
+                flush=True,
+            )
+            results.append(result)
+    print(run.finish())
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(run=run.as_dict(), results=results), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
