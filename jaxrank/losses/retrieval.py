@@ -27,7 +27,7 @@ from jaxrank.ranking.positives import positives as _positives
 # Chosen on validation queries only (docs/retrieval_loss.md, "The default").
 _DEFAULT_RANKER = softsort(0.05)
 #: A block of queries holds at most about this many scores (queries x documents) at once.
-SCORES_PER_BLOCK = 1 << 22
+SCORES_PER_BLOCK = 1 << 20
 
 
 def retrieval_loss(

@@ -1,0 +1,266 @@
+"""Labels given as indexed positives, and losses.retrieval_loss: equal to the dense labels
+they stand for (values and gradients, ties, padding, masks), blocks, shard_map over 8 host
+devices, memory that never holds the [Q, M] scores, and errors that name the argument."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxrank
+from jaxrank import losses
+from tests.devices import run_with_host_devices
+
+pytestmark = pytest.mark.usefixtures("quick_compiles")  # many small programs (tests/conftest.py)
+
+Q, M, R = 6, 240, 3
+
+
+def _lists(seed: int, ties: bool):
+    """float32 scores [Q, M] (rounded: many ties), a mask with one short list, positives with
+    padding, a repeated index and grades 0..3 (a grade 0 names an item that is not relevant)."""
+    rng = np.random.default_rng(seed)
+    scores = rng.normal(size=(Q, M))
+    scores = np.round(scores, 1) if ties else scores
+    where = rng.random((Q, M)) < 0.85
+    where[0, 6:] = False
+    idx = rng.integers(0, M, (Q, R))
+    idx[0] = [2, 4, -1]
+    idx[1, 2] = idx[1, 0]
+    grades = rng.integers(0, 4, (Q, R))
+    return jnp.asarray(scores, jnp.float32), jnp.asarray(where), jaxrank.positives(idx, grades)
+
+
+def _value_and_grad(metric, scores, labels, where, **kw):
+    return jax.value_and_grad(lambda s: metric(s, labels, where=where, **kw).sum())(scores), metric(
+        scores, labels, where=where, **kw
+    )
+
+
+def _assert_equal_to_dense(metric, ranker, kw, seed, ties):
+    scores, where, pos = _lists(seed, ties)
+    dense = pos.dense(M)
+    (_, g_pos), v_pos = _value_and_grad(metric, scores, pos, where, ranker=ranker, **kw)
+    (_, g_dense), v_dense = _value_and_grad(metric, scores, dense, where, ranker=ranker, **kw)
+    np.testing.assert_allclose(np.asarray(v_pos), np.asarray(v_dense), rtol=1e-6, atol=1e-7)
+    scale = float(jnp.max(jnp.abs(g_dense)))
+    assert scale > 0
+    np.testing.assert_allclose(np.asarray(g_pos) / scale, np.asarray(g_dense) / scale, rtol=0, atol=1e-6)
+
+
+# Metrics that read the relevant items only, with the rankers that rank them alone
+RELEVANT_ONLY = [
+    (jaxrank.ndcg, dict(k=10)),
+    (jaxrank.ndcg, dict(k=(1, 5, 20), gain="exp")),
+    (jaxrank.dcg, dict(k=10)),
+    (jaxrank.recall, dict(k=(5, 20))),
+    (jaxrank.precision, dict(k=5)),
+    (jaxrank.average_precision, dict(k=10)),
+    (jaxrank.reciprocal_rank, dict(k=10)),
+    (jaxrank.success, dict(k=3)),
+    (jaxrank.err, dict(k=10)),
+    (jaxrank.rbp, dict(k=10, rel=2)),
+]
+
+
+@pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.parametrize("metric, kw", RELEVANT_ONLY, ids=lambda v: getattr(v, "__name__", str(v)))
+@pytest.mark.parametrize("ranker", [jaxrank.softsort(), jaxrank.softsort(0.05, units="score")], ids=["default", "score"])
+def test_softsort_at_the_positives_equals_the_dense_labels(metric, kw, ranker, ties):
+    _assert_equal_to_dense(metric, ranker, kw, seed=len(kw), ties=ties)
+
+
+@pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.parametrize(
+    "metric, kw",
+    [
+        (jaxrank.ndcg, {}),
+        (jaxrank.average_precision, {}),
+        (jaxrank.reciprocal_rank, {}),
+        (jaxrank.err, {}),
+        (jaxrank.rbp, {}),
+    ],
+    ids=lambda v: getattr(v, "__name__", str(v)),
+)
+@pytest.mark.parametrize("ranker", [jaxrank.approx(), jaxrank.approx(0.2, units="std")], ids=["default", "std"])
+def test_approx_at_the_positives_equals_the_dense_labels(metric, kw, ranker, ties):
+    _assert_equal_to_dense(metric, ranker, kw, seed=3, ties=ties)
+
+
+@pytest.mark.parametrize(
+    "metric, kw, ranker",
+    [
+        (jaxrank.ndcg, dict(k=10), jaxrank.softrank()),
+        (jaxrank.ndcg, dict(k=10), jaxrank.neuralsort()),
+        (jaxrank.ndcg, dict(k=10), jaxrank.approx()),  # a soft cutoff reads every rank
+        (jaxrank.ndcg, {}, jaxrank.softsort()),  # no cutoff: every position
+        (jaxrank.ndcg, dict(k=10), jaxrank.softsort(sinkhorn=2)),
+        (jaxrank.precision, {}, jaxrank.softsort()),  # reads the non-relevant items
+        (jaxrank.fallout, dict(k=10), jaxrank.softsort()),
+        (jaxrank.r_precision, {}, jaxrank.approx()),
+        (jaxrank.ndcg, dict(k=10), jaxrank.hard()),
+        (jaxrank.average_precision, {}, jaxrank.hard("expected")),
+    ],
+    ids=lambda v: getattr(v, "__name__", None) or type(v).__name__,
+)
+def test_other_rankers_and_metrics_take_the_dense_labels(metric, kw, ranker):
+    scores, where, pos = _lists(5, ties=True)
+    got = metric(scores, pos, where=where, ranker=ranker, **kw)
+    want = metric(scores, pos.dense(M), where=where, ranker=ranker, **kw)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_positives_name_each_item_once_with_its_largest_grade():
+    pos = jaxrank.positives([[3, 1, 3, -1], [0, 0, 0, 2]], grades=[[1, 2, 3, 9], [2, 2, 1, 1]])
+    assert pos.dense(5).tolist() == [[0, 2, 0, 3, 0], [2, 0, 1, 0, 0]]
+    assert pos.valid.tolist() == [[False, True, True, False], [True, False, False, True]]
+
+
+def test_positives_under_jit_and_vmap_equal_eager():
+    scores, where, pos = _lists(7, ties=False)
+    ranker = jaxrank.softsort()
+    eager = jaxrank.ndcg(scores, pos, k=10, where=where, ranker=ranker)
+    jitted = jax.jit(lambda s, p, w: jaxrank.ndcg(s, p, k=10, where=w, ranker=ranker))(scores, pos, where)
+    mapped = jax.vmap(lambda s, p, w: jaxrank.ndcg(s, p, k=10, where=w, ranker=ranker))(scores, pos, where)
+    np.testing.assert_allclose(np.asarray(jitted), np.asarray(eager), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(mapped), np.asarray(eager), rtol=1e-6)
+
+
+def test_metric_loss_takes_positives():
+    scores, where, pos = _lists(8, ties=False)
+    got = losses.metric_loss(scores, pos, where=where, k=10)
+    want = losses.metric_loss(scores, pos.dense(M), where=where, k=10)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, atol=1e-7)
+
+
+# retrieval_loss -------------------------------------------------------------------------
+def _embeddings(seed, n_queries=32, n_docs=160, dim=16):
+    rng = np.random.default_rng(seed)
+    q = rng.normal(size=(n_queries, dim)).astype(np.float32)
+    d = rng.normal(size=(n_docs, dim)).astype(np.float32)
+    idx = rng.integers(-1, n_docs, (n_queries, 3))
+    idx[:, 0] = np.arange(n_queries)  # in-batch: query i's positive is document i
+    grades = rng.integers(1, 4, (n_queries, 3))
+    return jnp.asarray(q), jnp.asarray(d), idx, grades
+
+
+@pytest.mark.parametrize(
+    "ranker, k",
+    [(None, 10), (jaxrank.approx(), None), (jaxrank.softrank(), 10)],
+    ids=["default", "approx", "softrank"],
+)
+def test_retrieval_loss_equals_the_metric_loss_of_the_dense_lists(ranker, k):
+    q, d, idx, grades = _embeddings(0)
+    where = jnp.asarray(np.random.default_rng(1).random(d.shape[0]) < 0.9)
+    expected_ranker = losses.retrieval._DEFAULT_RANKER if ranker is None else ranker
+
+    def dense(q, d):
+        labels = jaxrank.positives(idx, grades).dense(d.shape[0])
+        w = jnp.broadcast_to(where, (q.shape[0], d.shape[0]))
+        return losses.metric_loss(q @ d.T, labels, where=w, ranker=expected_ranker, k=k)
+
+    def blocked(q, d):
+        return losses.retrieval_loss(q, d, idx, grades=grades, ranker=ranker, k=k, where=where, block=8)
+
+    # a block's matmul may round a score's last bit unlike the whole matrix's; the metric
+    # itself is held to 1e-6 above
+    np.testing.assert_allclose(np.asarray(blocked(q, d)), np.asarray(dense(q, d)), rtol=1e-6, atol=1e-6)
+    want = jax.grad(lambda q, d: dense(q, d).mean(), argnums=(0, 1))(q, d)
+    got = jax.grad(lambda q, d: blocked(q, d).mean(), argnums=(0, 1))(q, d)
+    for g, w in zip(got, want):
+        scale = float(jnp.max(jnp.abs(w)))
+        np.testing.assert_allclose(np.asarray(g) / scale, np.asarray(w) / scale, rtol=0, atol=1e-5)
+
+
+def test_retrieval_loss_blocks_and_per_query_masks_change_nothing_but_the_masked():
+    q, d, idx, _ = _embeddings(2)
+    whole = losses.retrieval_loss(q, d, idx, block=32)
+    np.testing.assert_allclose(np.asarray(losses.retrieval_loss(q, d, idx, block=4)), np.asarray(whole), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(losses.retrieval_loss(q, d, idx)), np.asarray(whole), rtol=1e-6)
+    # a per-query mask that hides one query's best negative changes that query alone
+    scores = np.array(q @ d.T)
+    scores[0, idx[0][idx[0] >= 0]] = -np.inf
+    where = np.ones((q.shape[0], d.shape[0]), bool)
+    where[0, int(np.argmax(scores[0]))] = False
+    masked = losses.retrieval_loss(q, d, idx, where=where)
+    assert float(masked[0]) < float(whole[0])
+    np.testing.assert_allclose(np.asarray(masked[1:]), np.asarray(whole[1:]), rtol=1e-6)
+
+
+def test_a_document_relevant_to_two_queries_is_each_ones_positive_and_the_others_negative():
+    q, d, _, _ = _embeddings(3, n_queries=4, n_docs=40)
+    shared = jnp.asarray([[7], [7], [1], [2]])
+    loss = losses.retrieval_loss(q, d, shared)
+    labels = jnp.zeros((4, 40)).at[0, 7].set(1).at[1, 7].set(1).at[2, 1].set(1).at[3, 2].set(1)
+    want = losses.metric_loss(q @ d.T, labels, k=10, ranker=losses.retrieval._DEFAULT_RANKER)
+    np.testing.assert_allclose(np.asarray(loss), np.asarray(want), rtol=1e-6)
+
+
+def test_retrieval_loss_never_holds_the_query_by_document_scores():
+    n_queries, n_docs, dim = 4096, 4096, 8
+    q = jnp.zeros((n_queries, dim), jnp.float32)
+    d = jnp.zeros((n_docs, dim), jnp.float32)
+    idx = jnp.zeros((n_queries, 1), jnp.int32)
+    step = jax.jit(jax.grad(lambda q, d, i: losses.retrieval_loss(q, d, i).mean(), argnums=(0, 1)))
+    temp = step.lower(q, d, idx).compile().memory_analysis().temp_size_in_bytes
+    assert temp < n_queries * n_docs * 4 / 2, temp  # the [Q, M] float32 scores alone would be 64 MiB
+
+
+def test_retrieval_loss_with_documents_sharded_over_8_devices_equals_one_device():
+    out = run_with_host_devices(
+        """
+        import jax, jax.numpy as jnp, numpy as np, jaxrank
+        from jax.sharding import Mesh, PartitionSpec as P
+        from jaxrank import losses
+        mesh = Mesh(np.array(jax.devices()), ("d",))
+        rng = np.random.default_rng(0)
+        q = jnp.asarray(rng.normal(size=(16, 8)).astype(np.float32))
+        d = jnp.asarray(rng.normal(size=(256, 8)).astype(np.float32))
+        idx = rng.integers(-1, 256, (16, 3)); idx[:, 0] = rng.integers(0, 256, 16)
+        grades = rng.integers(1, 4, (16, 3))
+        where = jnp.asarray(rng.random(256) < 0.9)
+        for ranker, k in [(None, 10), (jaxrank.approx(), None), (jaxrank.softrank(), 10)]:
+            def one(q, d):
+                return losses.retrieval_loss(q, d, idx, grades=grades, ranker=ranker, k=k, where=where)
+            def sharded(q, d):
+                body = lambda q, d, w: losses.retrieval_loss(
+                    q, d, idx, grades=grades, ranker=ranker, k=k, where=w, block=4, axis_name="d")
+                return jax.shard_map(body, mesh=mesh, in_specs=(P(), P("d"), P("d")), out_specs=P())(q, d, where)
+            a, b = jax.jit(one)(q, d), jax.jit(sharded)(q, d)
+            np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-5, atol=1e-6)
+            ga = jax.jit(jax.grad(lambda q, d: one(q, d).mean(), argnums=(0, 1)))(q, d)
+            gb = jax.jit(jax.grad(lambda q, d: sharded(q, d).mean(), argnums=(0, 1)))(q, d)
+            for x, y in zip(ga, gb):
+                scale = float(jnp.max(jnp.abs(x)))
+                np.testing.assert_allclose(np.asarray(y) / scale, np.asarray(x) / scale, rtol=0, atol=2e-5)
+        print("ok")
+        """
+    )
+    assert out.strip().endswith("ok")
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda q, d: losses.retrieval_loss(q, d, [[0], [40]]), "positives: index 40 is outside the list of 40"),
+        (lambda q, d: losses.retrieval_loss(q, d, [[0], [1]], grades=[[1, 2]]), "grades must have the shape"),
+        (
+            lambda q, d: losses.retrieval_loss(q, d, jaxrank.positives([[0], [1]]), grades=[[1], [1]]),
+            "grades: give them inside jaxrank.positives",
+        ),
+        (lambda q, d: losses.retrieval_loss(q, d, [[0], [1]], block=3), "block must divide the number of queries 2"),
+        (lambda q, d: losses.retrieval_loss(q, d[:, :3], [[0], [1]]), "documents must have the dimension of queries"),
+        (lambda q, d: losses.retrieval_loss(q, d, [0, 1]), r"positives must be int\[Q, r\]"),
+        (lambda q, d: losses.retrieval_loss(q, d, [[0], [1], [2]]), r"positives must be \[Q, r\] with Q = 2"),
+        (lambda q, d: losses.retrieval_loss(q, d, [[0], [1]], where=np.ones(7, bool)), "where must have shape"),
+        (lambda q, d: losses.retrieval_loss(q, d, [[0], [1]], ranker=jaxrank.hard()), "needs a smooth ranker"),
+        (lambda q, d: jaxrank.ndcg(q @ d.T, jaxrank.positives([[0], [99]])), "labels: index 99 is outside"),
+        (lambda q, d: jaxrank.ndcg(q @ d.T, jaxrank.positives([[0, 1]])), "positives must have the batch axes"),
+        (lambda q, d: jaxrank.positives([[0.5]]), "indices must be integers"),
+    ],
+)
+def test_bad_input_raises_naming_the_argument(call, match):
+    q = jnp.ones((2, 4), jnp.float32)
+    d = jnp.ones((40, 4), jnp.float32)
+    with pytest.raises(ValueError, match=match):
+        call(q, d)
