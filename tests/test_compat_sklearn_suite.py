@@ -58,7 +58,9 @@ def run_suite(impl: str, out: Path) -> dict:
         timeout=600,
     )
     if not out.exists():
-        raise AssertionError(f"the suite did not run (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+        raise AssertionError(
+            f"the suite did not run (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+        )
     result = json.loads(out.read_text())
     result["output"] = proc.stdout
     return result
