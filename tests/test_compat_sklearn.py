@@ -101,6 +101,9 @@ def test_multilabel_averages_and_weights_equal_sklearn(average, weighted):
     y[:, 1] = 0  # a label without a positive: NaN (ROC AUC) or 0 (AP), each with scikit-learn's warning
     assert_same("roc_auc_score", y, s, average=average, sample_weight=w)
     assert_same("average_precision_score", y, s, average=average, sample_weight=w)
+    y[:] = 0  # no positive at all: "weighted" gives 0 at once, without a warning
+    assert_same("roc_auc_score", y, s, average=average, sample_weight=w)
+    assert_same("average_precision_score", y, s, average=average, sample_weight=w)
 
 
 @pytest.mark.parametrize(

@@ -273,18 +273,17 @@ def _averaged(
         w = None if weights is None else np.repeat(weights, labels)[None]
         return float(_binary(metric, positive.reshape(1, -1), scores.reshape(1, -1), w, max_fpr=max_fpr)[0])
     if average == "samples":  # each row a list; the sample weights weigh the rows
-        values = _binary(metric, positive, scores, max_fpr=max_fpr)
-        by = weights
+        values, by = _binary(metric, positive, scores, max_fpr=max_fpr), weights
     else:
+        by = None
+        if average == "weighted":  # by each label's (weighted) positives; none at all: 0, nothing computed
+            by = (positive * (1.0 if weights is None else weights[:, None])).sum(0)
+            if np.isclose(by.sum(), 0):
+                return 0.0
         w = None if weights is None else np.broadcast_to(weights, (labels, n))
         values = _binary(metric, positive.T, scores.T, w, max_fpr=max_fpr)
         if average is None:
             return values
-        by = None
-        if average == "weighted":  # by each label's (weighted) positives; none at all gives 0
-            by = (positive * (1.0 if weights is None else weights[:, None])).sum(0)
-            if np.isclose(by.sum(), 0):
-                return 0.0
     if by is not None:
         values = np.where(by == 0, 0.0, values)  # a list of weight 0 counts 0, even when undefined
     return float(np.average(values, weights=by))
