@@ -48,7 +48,8 @@ def run_suite(impl: str, out: Path) -> dict:
     """Run scikit-learn's file with the four names taken from ``impl`` ("jaxrank" or "sklearn") in a
     subprocess; return ``{"collected": n, "reached": {nodeid: outcome}}``."""
     suite = _suite_file()
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS")}  # the file alone
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
     proc = subprocess.run(
         [sys.executable, str(Path(__file__).resolve()), impl, str(out), str(suite)],
         cwd=out.parent,

@@ -349,7 +349,7 @@ def roc_auc_score(
         return float(_binary("roc", positive[None], s[None], w, max_fpr=max_fpr)[0])
     if kind == "multilabel-indicator":
         return _averaged("roc", _indicator(y_true, y_score, func), y_score, weights, average, max_fpr)
-    raise ValueError(f"{kind} format is not supported")
+    raise ValueError(f"y_true of {kind} format is not supported")
 
 
 def _multiclass_roc_auc(y, y_score, labels, multi_class, average, weights) -> Score:
@@ -455,7 +455,7 @@ def average_precision_score(
                 f"Got `y_score.shape={y_score.shape}`."
             )
         return _averaged("ap", positive, y_score, weights, average)
-    raise ValueError(f"{kind} format is not supported")
+    raise ValueError(f"y_true of {kind} format is not supported")
 
 
 # DCG and nDCG --------------------------------------------------------------------------------------
