@@ -1,7 +1,8 @@
 """Drop-in replacements for other libraries' ranking metrics, over jaxrank's core.
 
 One module per peer, with the peer's names, signatures, defaults, errors and conventions;
-each function is a few lines over jaxrank's metrics and returns JAX arrays:
+each function is a few lines over jaxrank's metrics and returns what the peer returns (JAX
+arrays in place of torch tensors; Python floats and NumPy float64 arrays for scikit-learn):
 
 * :mod:`jaxrank.compat.torchmetrics`: ``retrieval_*`` functions and ``Retrieval*`` classes.
 * :mod:`jaxrank.compat.torcheval`: ``retrieval_recall``, ``retrieval_precision``,
