@@ -14,6 +14,8 @@ On whatever platform JAX sees (``jax.default_backend()``, ``jax.devices()``) it
      scores (the floors), and torchmetrics' retrieval nDCG@10 on the same device;
    * value + gradient of ``losses.metric_loss`` (nDCG) with each soft ranker, beside the
      value + gradient of a softmax cross-entropy (the cheapest listwise loss: the floor);
+   * value + gradient of ``losses.retrieval_loss`` (in-batch lists and a 1M corpus) beside
+     InfoNCE's, with XLA's memory of each program;
    * ``jaxrank.evaluate`` end to end on generated TREC files (benchmarks/gen_trec.py);
    * ``retrieval.search`` at k = 10, 100, 1000 beside torch's ``topk(queries @ corpus.T)``
      on the same device (the collection of examples/dense_retrieval.py);
@@ -83,10 +85,21 @@ class Sizes:
     dim: int
     compare: tuple[int, int, int, int]  # systems, queries, docs, resamples
     repeats: int
+    retrieval: tuple[tuple[int, int], ...]  # queries x documents of the retrieval losses
 
 
-FULL = Sizes((1024, 1000), (256, 200), (500, 1000), 1000, (300_000, 1_000_000), 128, (5, 500, 100, 10_000), 5)
-QUICK = Sizes((64, 100), (16, 20), (20, 50), 16, (2_000,), 32, (3, 20, 20, 1_000), 3)
+FULL = Sizes(
+    (1024, 1000),
+    (256, 200),
+    (500, 1000),
+    1000,
+    (300_000, 1_000_000),
+    128,
+    (5, 500, 100, 10_000),
+    5,
+    ((4096, 4096), (16384, 16384), (1024, 1_000_000)),
+)
+QUICK = Sizes((64, 100), (16, 20), (20, 50), 16, (2_000,), 32, (3, 20, 20, 1_000), 3, ((64, 64),))
 SEARCH_K = (10, 100, 1000)
 
 
@@ -274,12 +287,32 @@ def check_soft_gradient() -> None:
     assert np.any(grad != 0), "zero gradient"
 
 
+def check_positives() -> None:
+    """Labels given as positives (softsort at the relevant items, approx without a cutoff)
+    against the dense labels they stand for: values and gradients, tied scores, a mask."""
+    rng = np.random.default_rng(6)
+    scores = jnp.asarray(np.round(rng.standard_normal((8, 3000)), 1), jnp.float32)
+    where = jnp.asarray(rng.random((8, 3000)) < 0.9)
+    pos = jaxrank.positives(rng.integers(-1, 3000, (8, 4)), rng.integers(1, 4, (8, 4)))
+    for ranker, k in ((jaxrank.softsort(), 10), (jaxrank.approx(), None)):
+        for labels in (pos, pos.dense(3000)):
+            fn = jax.jit(jax.value_and_grad(lambda s, y: jaxrank.ndcg(s, y, k=k, where=where, ranker=ranker).sum()))
+            if labels is pos:
+                value, grad = fn(scores, labels)
+            else:
+                want_value, want_grad = fn(scores, labels)
+        np.testing.assert_allclose(float(value), float(want_value), rtol=1e-5)
+        scale = float(jnp.max(jnp.abs(want_grad)))
+        np.testing.assert_allclose(np.asarray(grad) / scale, np.asarray(want_grad) / scale, atol=1e-5)
+
+
 CHECKS = {
     "nDCG@10, AP, P@10 vs numpy brute force": (check_metrics, "[8, 30]"),
     "hard ranks vs numpy stable argsort": (check_hard_ranks, "[16, 50], ties; [32, 4000], ties, NaN, padding"),
     "retrieval.search vs numpy exact top-k": (check_search, "k=100: 8 x 5000 x 16; k=10: 256 x 100000 x 16"),
     "alpha_ndcg@4 vs every order": (check_alpha_ndcg, "[6, 5, 3]"),
     "softrank metric_loss gradient finite": (check_soft_gradient, "[8, 40]"),
+    "positives vs dense labels, values and gradients": (check_positives, "[8, 3000], ties, mask"),
 }
 
 
@@ -385,6 +418,61 @@ def soft_rows(sizes: Sizes) -> list[Row]:
             )
         )
     return rows
+
+
+def retrieval_rows(sizes: Sizes, n_queries: int, n_docs: int) -> list[Row]:
+    """Value + gradient (both embeddings) of losses.retrieval_loss, default (soft nDCG@10) and
+    approx without a cutoff, beside InfoNCE (log-softmax of the scores over 0.05 at each
+    query's positive: optax's softmax_cross_entropy_with_integer_labels, written here).
+    One positive per query; the status gives XLA's memory of each program (arguments +
+    outputs + temporaries)."""
+    rng = np.random.default_rng(0)
+
+    def unit(x):
+        return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+    docs = unit(rng.standard_normal((n_docs, sizes.dim))).astype(np.float32)
+    pos = np.arange(n_queries) if n_queries == n_docs else rng.integers(0, n_docs, n_queries)
+    queries = unit(docs[pos] + 0.5 * unit(rng.standard_normal((n_queries, sizes.dim)))).astype(np.float32)
+    q, d, pos = jnp.asarray(queries), jnp.asarray(docs), jnp.asarray(pos, jnp.int32)
+
+    def infonce(q, d, p):
+        logp = jax.nn.log_softmax(q @ d.T / 0.05, axis=-1)
+        return -jnp.mean(jnp.take_along_axis(logp, p[:, None], axis=-1))
+
+    variants = {
+        "infonce": infonce,
+        "default": lambda q, d, p: losses.retrieval_loss(q, d, p[:, None]).mean(),
+        "approx, no cutoff": lambda q, d, p: losses.retrieval_loss(
+            q, d, p[:, None], ranker=jaxrank.approx(), k=None
+        ).mean(),
+    }
+    size = f"{n_queries} q x {n_docs} docs x {sizes.dim}"
+    timed = {}
+    for name, loss in variants.items():
+        fn = jax.jit(jax.value_and_grad(loss, argnums=(0, 1)))
+        compiled = fn.lower(q, d, pos).compile()
+        memory = compiled.memory_analysis()
+        mb = (
+            None
+            if memory is None
+            else (memory.argument_size_in_bytes + memory.output_size_in_bytes + memory.temp_size_in_bytes) / 2**20
+        )
+        run_s, compile_s = _machine.time_compiled(lambda c=compiled: c(q, d, pos), sizes.repeats)
+        timed[name] = (run_s, compile_s, mb)
+    floor_s, _, floor_mb = timed.pop("infonce")
+    return [
+        Row(
+            f"retrieval: retrieval_loss {name} value+grad",
+            size,
+            run_s,
+            compile_s,
+            "floor InfoNCE v+g",
+            floor_s,
+            f"OK (XLA memory {mb:.1f} MB, InfoNCE's {floor_mb:.1f} MB)" if mb is not None else "OK",
+        )
+        for name, (run_s, compile_s, mb) in timed.items()
+    ]
 
 
 def _vg(loss: Callable[[jax.Array, jax.Array], jax.Array]) -> Callable[[jax.Array, jax.Array], tuple]:
@@ -531,6 +619,10 @@ def main(argv: list[str] | None = None) -> int:
         (lambda: core_rows(sizes), "core: metrics", f"[{b}, {n}]"),
         (lambda: torchmetrics_rows(sizes), "core: ndcg@10 vs torchmetrics", f"[{b}, {n}]"),
         (lambda: soft_rows(sizes), "soft: metric_loss", str(list(sizes.soft))),
+        *(
+            (lambda q=q, m=m: retrieval_rows(sizes, q, m), "retrieval: retrieval_loss", f"{q} q x {m} docs")
+            for q, m in sizes.retrieval
+        ),
         (lambda: trec_rows(sizes), "trec: evaluate end to end", str(sizes.trec)),
         *((lambda d=d: search_rows(sizes, d), "search: retrieval.search", f"{d} docs") for d in sizes.corpora),
         (lambda: sharding_rows(sizes), "sharding: ndcg@10 under shard_map", f"[{b}, {n}]"),
