@@ -219,13 +219,19 @@ def test_retrieval_loss_with_documents_sharded_over_8_devices_equals_one_device(
         idx = rng.integers(-1, 256, (16, 3)); idx[:, 0] = rng.integers(0, 256, 16)
         grades = rng.integers(1, 4, (16, 3))
         where = jnp.asarray(rng.random(256) < 0.9)
-        for ranker, k in [(None, 10), (jaxrank.approx(), None), (jaxrank.softrank(), 10)]:
-            def one(q, d):
-                return losses.retrieval_loss(q, d, idx, grades=grades, ranker=ranker, k=k, where=where)
-            def sharded(q, d):
+        d48 = d[:48]  # 6 documents a device: fewer than the cutoff
+        idx48 = np.where(idx < 48, idx, -1)
+        for ranker, k, d, idx in [
+            (None, 10, d, idx), (jaxrank.approx(), None, d, idx), (jaxrank.softrank(), 10, d, idx),
+            (None, 10, d48, idx48),
+        ]:
+            where_d = where[: d.shape[0]]
+            def one(q, d, idx=idx, where_d=where_d, ranker=ranker, k=k):
+                return losses.retrieval_loss(q, d, idx, grades=grades, ranker=ranker, k=k, where=where_d)
+            def sharded(q, d, idx=idx, where_d=where_d, ranker=ranker, k=k):
                 body = lambda q, d, w: losses.retrieval_loss(
                     q, d, idx, grades=grades, ranker=ranker, k=k, where=w, block=4, axis_name="d")
-                return jax.shard_map(body, mesh=mesh, in_specs=(P(), P("d"), P("d")), out_specs=P())(q, d, where)
+                return jax.shard_map(body, mesh=mesh, in_specs=(P(), P("d"), P("d")), out_specs=P())(q, d, where_d)
             a, b = jax.jit(one)(q, d), jax.jit(sharded)(q, d)
             np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-5, atol=1e-6)
             ga = jax.jit(jax.grad(lambda q, d: one(q, d).mean(), argnums=(0, 1)))(q, d)

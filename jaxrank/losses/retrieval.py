@@ -20,6 +20,7 @@ from jax import lax
 from jaxrank import _checks, metrics
 from jaxrank.losses._metric import _smooth_ranker
 from jaxrank.metrics.positives import evaluate
+from jaxrank.ranking.backend import scores_per_block
 from jaxrank.ranking.permutation import softsort
 from jaxrank.ranking.positives import Positives
 from jaxrank.ranking.positives import positives as _positives
@@ -69,7 +70,8 @@ def retrieval_loss(
       where: ``bool[M]`` or ``bool[Q, M]``, the candidates of each list (a corpus's
         padding, or a query's known false negatives).
       block: queries scored at once (default: as many as keep a block's scores near
-        :data:`SCORES_PER_BLOCK`); must divide ``Q``.
+        :func:`jaxrank.ranking.backend.scores_per_block`, 2^20 on CPU, 2^24 elsewhere); must
+        divide ``Q``.
       axis_name: the ``shard_map`` axis the documents are sharded over; each device scores
         its own block and only per-query sums and the top ``k`` cross devices. The result
         equals one device's.
@@ -150,7 +152,7 @@ def _as_positives(positives, grades, n_queries: int) -> Positives:
 
 def _block(block: Optional[int], n_queries: int, local: int) -> int:
     if block is None:
-        target = max(1, SCORES_PER_BLOCK // max(local, 1))
+        target = max(1, scores_per_block() // max(local, 1))
         return max(b for b in range(1, min(target, n_queries) + 1) if n_queries % b == 0)
     block = _checks.positive_int(block, "block")
     if n_queries % block:

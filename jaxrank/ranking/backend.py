@@ -347,26 +347,38 @@ def _sorted_prefix(key: jax.Array, depth: int) -> tuple[jax.Array, jax.Array]:
     return order, jnp.take_along_axis(key, order, axis=-1)
 
 
-def top_k_order_of_scores(scores: jax.Array, depth: int) -> tuple[jax.Array, jax.Array]:
-    """:func:`top_k_order` of ``sort_key(scores, all valid)``, without building the keys
-    of the whole list when no row needs them.
+def top_k_order_of_scores(
+    scores: jax.Array, depth: int, where: Optional[jax.Array] = None
+) -> tuple[jax.Array, jax.Array]:
+    """:func:`top_k_order` of ``sort_key(scores, where)`` (all valid without ``where``),
+    without building the keys of the whole list when no row needs them.
 
     The keys order the scores as ``lax.top_k``'s float order does, except that they tie
     ``-0.0`` with ``0.0`` and put every NaN below every number. So where no row's first
     ``depth`` values (by float order) hold a zero or a NaN, ``lax.top_k`` on the scores
     themselves gives the keyed result exactly: every item it left out is below the
     ``depth``-th by the keys too, and in its prefix float order and key order agree (ties
-    by index in both). A batch where some row has one takes the keyed path. Float32 and
-    float64 scores only.
+    by index in both). With ``where``, invalid items are ``-inf`` to ``lax.top_k``, and a
+    prefix holding a ``-inf`` takes the keyed path too. A batch where some row has one takes
+    the keyed path. Float32 and float64 scores only. Off CPU this spares the keyed path's
+    full sort of every row.
     """
-    values, order = lax.top_k(scores, depth)
-    exact = ~jnp.any((values == 0) | jnp.isnan(values))
     ones = jnp.ones((), bool)
+    masked = scores if where is None else jnp.where(where, scores, jnp.array(-jnp.inf, scores.dtype))
+    values, order = lax.top_k(masked, depth)
+    exact = ~jnp.any((values == 0) | jnp.isnan(values) | (values == -jnp.inf))
     return lax.cond(
         exact,
         lambda: (order, sort_key(values, ones)),
-        lambda: top_k_order(sort_key(scores, ones), depth),
+        lambda: top_k_order(sort_key(scores, ones if where is None else where), depth),
     )
+
+
+def scores_per_block() -> int:
+    """How many scores a blocked computation (``losses.retrieval_loss``) holds at once: on
+    CPU, blocks that stay in cache; elsewhere, few large blocks (each block of a sequential
+    loop costs kernel launches, and device memory is ample)."""
+    return 1 << 20 if jax.default_backend() == "cpu" else 1 << 24
 
 
 # Sums -----------------------------------------------------------------------------------

@@ -322,7 +322,7 @@ class SoftSortRanker(_PermutationRanker):
         axis = ListAxis(axis_name, scores.shape[-1])
         x, valid = _inputs(scores, where, self.units, self.temperature, axis)
         depth = min(depth, axis.size)
-        idx, _, t = axis.top(sort_key(lax.stop_gradient(x), valid), x, depth)
+        idx, _, t = axis.top(x, valid, depth)
         m = axis.sum(jnp.sum(valid, axis=-1, keepdims=True))
         rows = jnp.arange(depth) < m
         t = jnp.where(rows, t, 0)

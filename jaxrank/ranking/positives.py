@@ -28,7 +28,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxrank import _checks
-from jaxrank.ranking.backend import top_k_order
+from jaxrank.ranking.backend import top_k_order, top_k_order_of_scores
 
 
 @jax.tree_util.register_dataclass
@@ -141,17 +141,18 @@ class ListAxis:
         got = jnp.take_along_axis(x, jnp.clip(local, 0, self.local - 1), axis=-1)
         return self.sum(jnp.where(inside, got, 0))
 
-    def top(self, key: jax.Array, x: jax.Array, depth: int) -> tuple[jax.Array, jax.Array, jax.Array]:
-        """The first ``depth`` items of the list by descending ``key`` (ties by index), as
-        (global indices, keys, ``x`` at them), each ``[..., depth]``; ``x`` differentiable.
-        A sharded list merges each device's top ``depth``."""
+    def top(self, x: jax.Array, valid: jax.Array, depth: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """The first ``depth`` valid items of the list by descending ``x`` (the ranking
+        primitive's order: ties by index, NaN below every number), as (global indices, keys,
+        ``x`` at them), each ``[..., depth]``; ``x`` differentiable. A sharded list merges each
+        device's top ``depth``."""
         d = min(depth, self.local)
-        order, top_key = top_k_order(key, d)
+        order, top_key = top_k_order_of_scores(lax.stop_gradient(x), d, valid)
         values = jnp.take_along_axis(x, order, axis=-1)
         if d < depth:  # a shard shorter than the depth: pad with keys below every item
-            pad = [(0, 0)] * (key.ndim - 1) + [(0, depth - d)]
+            pad = [(0, 0)] * (x.ndim - 1) + [(0, depth - d)]
             order = jnp.pad(order, pad)
-            top_key = jnp.pad(top_key, pad, constant_values=jnp.iinfo(key.dtype).min)
+            top_key = jnp.pad(top_key, pad, constant_values=jnp.iinfo(top_key.dtype).min)
             values = jnp.pad(values, pad)
         order = order + self.offset
         if self.axis_name is None:
