@@ -81,7 +81,8 @@ def indices_within(indices, n: int, name: str) -> None:
     items or below -1 (the padding)."""
     if isinstance(indices, jax.core.Tracer) or indices.size == 0:
         return
-    low, high = int(jnp.min(indices)), int(jnp.max(indices))
+    values = np.asarray(indices)  # numpy: under a trace, jnp would stage the reduction
+    low, high = int(values.min()), int(values.max())
     if high >= n or low < -1:
         bad = high if high >= n else low
         raise ValueError(f"{name}: index {bad} is outside the list of {n} items (valid: 0..{n - 1}, and -1 pads)")
