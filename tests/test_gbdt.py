@@ -157,3 +157,36 @@ def test_the_docs_example_boosts_lightgbm_and_xgboost(tmp_path):
     exec(code.replace('"../shared/data/mq2008/train.txt"', repr(str(path))), namespace)
     before = namespace["before"]
     assert namespace["after_lgb"] > before + 0.05 and namespace["after_xgb"] > before + 0.05, namespace
+
+
+def test_metric_loss_alone_gets_the_tree_default_and_explicit_settings_are_kept():
+    """gbdt_objective(metric_loss) is the objective chosen for trees (docs/training.md):
+    metric_loss(ranker=approx(1.0), k=10) with Hutchinson's Hessian; a ranker, a cutoff, a
+    Hessian or another metric the caller gives is kept."""
+    preds, labels, sizes = _queries(3, sizes=(4, 7))
+    tree = functools.partial(losses.metric_loss, ranker=jaxrank.approx(1.0), k=10)
+
+    def derivatives(loss, **kwargs):
+        return losses.gbdt_objective(loss, **kwargs).derivatives(preds, labels, sizes)
+
+    want_g, want_h = derivatives(tree, hessian="hutchinson")
+    for loss in (losses.metric_loss, losses.ndcg_loss, functools.partial(losses.metric_loss, metric=jaxrank.ndcg)):
+        g, h = derivatives(loss)
+        np.testing.assert_allclose(g, want_g, rtol=1e-6)
+        np.testing.assert_allclose(h, want_h, rtol=1e-6)
+    np.testing.assert_allclose(derivatives(losses.metric_loss, hessian="gradient")[1], derivatives(tree)[1], rtol=1e-6)
+
+    # given settings kept: the gradient of each query alone with the loss as given
+    starts = np.cumsum(sizes) - sizes
+    flat = jnp.asarray(preds, jnp.float32)
+    for loss in (
+        functools.partial(losses.metric_loss, ranker=jaxrank.softsort()),
+        functools.partial(losses.metric_loss, k=3),
+        functools.partial(losses.metric_loss, metric=jaxrank.average_precision),
+    ):
+        g, _ = derivatives(loss, normalize=False)
+        alone = [
+            jax.grad(lambda a, b=b, m=m: loss(a, labels[b : b + m]))(flat[b : b + m]) for b, m in zip(starts, sizes)
+        ]
+        np.testing.assert_allclose(g, np.concatenate(alone), rtol=1e-5, atol=1e-7)
+        assert not np.allclose(g, derivatives(tree, normalize=False)[0], rtol=1e-3)
