@@ -11,6 +11,8 @@ and the index of the true class ``[B]``. Conventions kept (``docs/compat/torchev
   higher only: a tie counts in its favour (:func:`jaxrank.hard` ``"optimistic"``).
 * torcheval orders tied scores at the ``k`` cut as ``torch.topk`` happens to (unspecified);
   here ties keep input order (``hard("stable")``).
+* Errors are torcheval's, shapes printed as the caller's library prints them
+  (``torch.Size([1, 3, 1])`` for torch tensors, ``(1, 3, 1)`` for numpy or JAX arrays).
 
 Example:
   >>> from jaxrank.compat.torcheval import retrieval_recall
