@@ -29,6 +29,7 @@ temperatures of the best), and the front-runners (``FINAL``) run with three seed
     python benchmarks/bench_gbdt.py                      # both data sets, FINAL, 3 seeds
     python benchmarks/bench_gbdt.py --round 1 --seeds 1  # the screening rounds
     python benchmarks/bench_gbdt.py --data mq2008 --candidates approx:gradient softmax:gradient
+    python benchmarks/bench_gbdt.py --candidates default   # LambdaMART and gbdt_objective(metric_loss) only
     python benchmarks/bench_gbdt.py --quick              # seconds: the test's path
 """
 
@@ -40,6 +41,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 import jax
 import jax.numpy as jnp
@@ -59,7 +61,7 @@ from jaxrank.ranking.backend import bucket  # noqa: E402
 SHARED = ROOT.parent / "shared" / "data"
 CUTOFFS = bench_letor.CUTOFFS
 LOSSES = {
-    "default": functools.partial(losses.metric_loss),  # metric_loss's defaults (nDCG, its default ranker)
+    "default": losses.metric_loss,  # gbdt_objective gives it the tree default's ranker and k
     "approx": functools.partial(losses.metric_loss, ranker=jaxrank.approx()),  # ApproxNDCG, T = 3
     "approx@10": functools.partial(losses.metric_loss, ranker=jaxrank.approx(), k=10),
     "approx_exp": functools.partial(losses.metric_loss, ranker=jaxrank.approx(), gain="exp"),
@@ -75,8 +77,10 @@ LOSSES = {
     "lambda_loss": losses.lambda_loss,
 }
 HESSIANS = ("gradient", "exact", "hutchinson", "constant")
-#: The library's default objective: ``gbdt_objective(metric_loss)``, every option at its default.
-DEFAULT = "default:" + losses.gbdt_objective.__kwdefaults__["hessian"]
+#: The library's default objective: ``gbdt_objective(metric_loss)``, every option at its default
+#: (the tree default: ``ranker=approx(1.0), k=10``, ``hessian="hutchinson"``, since this
+#: benchmark's final round selected them). ``default:<hessian>`` is the same loss with that Hessian.
+DEFAULT = "default"
 #: Round 1 of the selection (every loss with the default Hessian, the other Hessians on approx).
 ROUND1 = [f"{loss}:gradient" for loss in ("approx", "approx@10", "approx_exp", "softsort", "neuralsort", "softrank")]
 ROUND1 += ["softmax:gradient", "lambda_loss:gradient", "approx:hutchinson", "approx:exact", "approx:constant"]
@@ -111,6 +115,8 @@ def fit(objective, train, seed: int, quick: bool):
 def objective_of(name: str):
     if name == "lambdarank":
         return "lambdarank"
+    if name == DEFAULT:
+        return losses.gbdt_objective(losses.metric_loss)
     loss, hessian = name.split(":")
     return losses.gbdt_objective(LOSSES[loss], hessian=hessian)
 
@@ -184,13 +190,13 @@ def difference(values, reference) -> tuple[float, float, float, float]:
     return float(jnp.mean(diff)), float(low), float(high), float(p)
 
 
-def tables(name: str, results: dict, selected: str, letor: bool) -> str:
+def tables(name: str, results: dict, selected: Optional[str], letor: bool) -> str:
     lines = [f"validation nDCG@10 (mean over {len(results['lambdarank']['valid'])} validation queries):", ""]
     lines += ["| objective | valid nDCG@10 | s |", "|---|---|---|"]
     for key, r in sorted(results.items(), key=lambda kv: -kv[1]["valid"].mean()):
         mark = " (selected)" if key == selected else ""
         lines.append(f"| `{key}`{mark} | {r['valid'].mean():.4f} | {r['seconds']:.0f} |")
-    judged = list(dict.fromkeys(["lambdarank", DEFAULT, selected]))
+    judged = list(dict.fromkeys(["lambdarank", DEFAULT] + ([selected] if selected else [])))
     base = results["lambdarank"]["test"]
     lines += ["", f"held-out queries ({len(base)}, each judged once):", ""]
     head = "| objective | " + " | ".join(f"nDCG@{k}" for k in CUTOFFS)
@@ -215,7 +221,12 @@ def tables(name: str, results: dict, selected: str, letor: bool) -> str:
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", choices=("mq2008", "lambdarank", "both"), default="both")
-    p.add_argument("--candidates", nargs="+", default=FINAL, help="loss:hessian, loss from " + " ".join(LOSSES))
+    p.add_argument(
+        "--candidates",
+        nargs="+",
+        default=FINAL,
+        help=f"loss:hessian, loss from {' '.join(LOSSES)}; or {DEFAULT} alone: LambdaMART and the default only",
+    )
     p.add_argument("--round", type=int, choices=(1, 2), help="the candidates of screening round 1 or 2 instead")
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--quick", action="store_true", help="two folds of a few queries, 5 trees, one seed")
@@ -224,6 +235,8 @@ def main(argv=None) -> dict:
     if args.round:
         args.candidates = ROUND1 if args.round == 1 else ROUND2
     for c in args.candidates:
+        if c == DEFAULT:  # ``--candidates default``: LambdaMART and the default only
+            continue
         loss, _, hessian = c.partition(":")
         if loss not in LOSSES or hessian not in HESSIANS:
             p.error(f"candidate {c!r}: loss:hessian with loss in {list(LOSSES)}, hessian in {list(HESSIANS)}")
@@ -239,7 +252,10 @@ def main(argv=None) -> dict:
             results[name][key] = run(key, data[name], seeds, args.quick, name == "mq2008")
             print(f"{name} {key}: valid nDCG@10 {results[name][key]['valid'].mean():.4f}", file=sys.stderr, flush=True)
     # one objective for every data set: the best mean over them of the validation nDCG@10
-    selected = max(args.candidates, key=lambda k: np.mean([results[n][k]["valid"].mean() for n in names]))
+    candidates = [c for c in args.candidates if c != DEFAULT]  # the default is no candidate
+    selected = (
+        max(candidates, key=lambda k: np.mean([results[n][k]["valid"].mean() for n in names])) if candidates else None
+    )
     for name in names:
         print(f"\n## {name}: {sum(len(f[2][2]) for f in data[name])} judged queries, seeds {seeds}\n")
         print(tables(name, results[name], selected, name == "mq2008"))
@@ -248,7 +264,8 @@ def main(argv=None) -> dict:
             for k, r in results[name].items()
         }
     out["selected"] = selected
-    print(f"\nselected on the validation queries (best mean over {', '.join(names)}): {selected}")
+    if selected:
+        print(f"\nselected on the validation queries (best mean over {', '.join(names)}): {selected}")
     print(run_info.finish())
     if args.json:
         args.json.write_text(json.dumps(out))

@@ -1,6 +1,8 @@
 """jaxrank.compat.torcheval against torcheval 0.0.7 (and, for retrieval_recall, which 0.0.7
 lacks, against torchmetrics' recall on positive scores, the seed's worked examples and 0/0)."""
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -88,3 +90,40 @@ def test_hit_rate_and_reciprocal_rank_equal_torcheval(ties):
 def test_bad_input_raises_as_torcheval(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def _message(call, *args, **kwargs) -> str:
+    with pytest.raises(ValueError) as error:
+        call(*args, **kwargs)
+    return str(error.value)
+
+
+@pytest.mark.parametrize(
+    "name, args, kwargs",
+    [
+        ("retrieval_precision", ([[1.0, 2.0], [1.0, 2.0]], [[0, 0, 0], [0, 0, 0]]), dict()),
+        ("retrieval_precision", ([[[1.0], [1.0], [1.0]]], [[[1], [1], [1]]]), dict(k=1, num_tasks=3)),
+        ("retrieval_precision", ([[[1.0], [1.0], [1.0]]], [[[1], [1], [1]]]), dict(k=1)),
+        ("hit_rate", ([[0.1, 0.2]], [[1]]), dict()),
+        ("reciprocal_rank", ([0.1, 0.2], [1]), dict()),
+    ],
+)
+def test_error_text_names_shapes_as_the_callers_library(name, args, kwargs):
+    """torch tensors in: torcheval's message, word for word (``torch.Size([1, 3, 1])``);
+    numpy arrays in: numpy's shapes (``(1, 3, 1)``)."""
+    import torcheval.metrics.functional as tef
+
+    tensors = [torch.tensor(a) for a in args]
+    theirs = _message(getattr(tef, name), *tensors, **kwargs)
+    assert _message(getattr(te, name), *tensors, **kwargs) == theirs
+    as_tuples = re.sub(r"torch\.Size\(\[([0-9, ]*)\]\)", lambda m: str(tuple(map(int, m[1].split(", ")))), theirs)
+    assert _message(getattr(te, name), *map(np.asarray, args), **kwargs) == as_tuples
+
+
+def test_minibatch_error_names_torch_shapes():
+    # torcheval raises this one with two arguments (a tuple's text); ours is its sentence
+    message = _message(te.hit_rate, torch.zeros(2, 3), torch.zeros(3, dtype=torch.long))
+    assert message == (
+        "`input` and `target` should have the same minibatch dimension, "
+        "got shapes torch.Size([2, 3]) and torch.Size([3]), respectively."
+    )

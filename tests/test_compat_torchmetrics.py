@@ -1,6 +1,8 @@
 """jaxrank.compat.torchmetrics against torchmetrics itself (CPU torch)."""
 
+import copy
 import functools
+import pickle
 
 import numpy as np
 import pytest
@@ -238,3 +240,68 @@ def test_functional_under_jit_and_vmap_equals_eager():
         f = functools.partial(fn, top_k=3)
         eager = np.array([float(f(p, t)) for p, t in zip(preds, target)])
         np.testing.assert_allclose(jax.jit(jax.vmap(f))(preds, target), eager, atol=1e-12)
+
+
+# Pickling, deep copies and what aggregation= receives ----------------------------------------
+def test_classes_cover_the_module():
+    assert {c[0] for c in CLASSES} == {n for n in dir(tm) if n.startswith("Retrieval")}
+
+
+def torch_batches(batches):
+    return [tuple(torch.from_numpy(x) for x in batch) for batch in batches]
+
+
+@pytest.mark.parametrize("copier", ["pickle", "deepcopy"])
+@pytest.mark.parametrize("name, kwargs", CLASSES, ids=[c[0] for c in CLASSES])
+def test_class_pickles_and_deepcopies_with_its_state(name, kwargs, copier):
+    """A checkpoint (pickle, torch.save) or a copy of a metric midway keeps its state: it
+    computes what the original computed, and further updates give torchmetrics' value over
+    every batch, without touching the original."""
+    batches = torch_batches(flat_queries(9, graded=name == "RetrievalNormalizedDCG"))
+    ours, theirs = getattr(tm, name)(**kwargs), getattr(tmr, name)(**kwargs)
+    for p, t, i in batches[:2]:
+        ours.update(p, t, indexes=i)
+        theirs.update(p, t, indexes=i)
+    before = as_numpy(ours.compute())
+    copy_ = pickle.loads(pickle.dumps(ours)) if copier == "pickle" else copy.deepcopy(ours)
+    assert type(copy_) is type(ours)
+    for a, b in zip(np.atleast_1d(as_numpy(copy_.compute())), np.atleast_1d(before)):
+        np.testing.assert_array_equal(a, b)
+    p, t, i = batches[2]
+    copy_.update(p, t, indexes=i)
+    theirs.update(p, t, indexes=i)
+    assert_same(copy_.compute(), theirs.compute())
+    for a, b in zip(np.atleast_1d(as_numpy(ours.compute())), np.atleast_1d(before)):  # the original as it was
+        np.testing.assert_array_equal(a, b)
+
+
+def lower_quartile(values, dim=None):  # torch's API only (dim=, torch.quantile): fails on a JAX array
+    return torch.quantile(values, 0.25) if dim is None else torch.quantile(values, 0.25, dim=dim)
+
+
+@pytest.mark.parametrize("name", ["RetrievalMAP", "RetrievalPrecisionRecallCurve"])
+def test_callable_aggregation_gets_a_torch_tensor_when_the_inputs_were(name):
+    """torchmetrics hands a callable aggregation a tensor and ``dim`` (None, or 0 for a
+    curve); with torch inputs ours does too, so a callable written for torch works."""
+    ours, theirs = getattr(tm, name)(aggregation=lower_quartile), getattr(tmr, name)(aggregation=lower_quartile)
+    for p, t, i in torch_batches(flat_queries(10)):
+        ours.update(p, t, indexes=i)
+        theirs.update(p, t, indexes=i)
+    assert_same(ours.compute(), theirs.compute())
+
+
+def test_callable_aggregation_gets_a_jax_array_for_other_inputs():
+    import jax
+
+    seen = []
+
+    def record(values, dim=None):
+        seen.append((type(values), dim))
+        return values.mean(axis=dim)
+
+    metric = tm.RetrievalMRR(aggregation=record)
+    for p, t, i in flat_queries(11):
+        metric.update(p, t, indexes=i)
+    _, theirs = run_both("RetrievalMRR", {}, flat_queries(11))
+    assert_same(metric.compute(), theirs.compute())
+    assert len(seen) == 1 and issubclass(seen[0][0], jax.Array) and seen[0][1] is None

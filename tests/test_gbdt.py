@@ -157,3 +157,40 @@ def test_the_docs_example_boosts_lightgbm_and_xgboost(tmp_path):
     exec(code.replace('"../shared/data/mq2008/train.txt"', repr(str(path))), namespace)
     before = namespace["before"]
     assert namespace["after_lgb"] > before + 0.05 and namespace["after_xgb"] > before + 0.05, namespace
+
+
+def test_metric_loss_alone_gets_the_tree_default_and_explicit_settings_are_kept():
+    """gbdt_objective(metric_loss) is the objective chosen for trees (docs/training.md):
+    metric_loss(ranker=approx(1.0), k=10) with Hutchinson's Hessian; a ranker, a cutoff, a
+    Hessian or another metric the caller gives is kept."""
+    preds, labels, sizes = _queries(3, sizes=(4, 7))
+    tree = functools.partial(losses.metric_loss, ranker=jaxrank.approx(1.0), k=10)
+
+    def derivatives(loss, **kwargs):
+        return losses.gbdt_objective(loss, **kwargs).derivatives(preds, labels, sizes)
+
+    for got, want in zip(derivatives(losses.metric_loss), derivatives(tree, hessian="hutchinson")):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    # the same loss from ndcg_loss or a partial without ranker/k; a Hessian given is kept (h = |g|)
+    with_gradient = derivatives(tree, hessian="gradient")
+    for loss in (losses.metric_loss, losses.ndcg_loss, functools.partial(losses.metric_loss, metric=jaxrank.ndcg)):
+        for got, want in zip(derivatives(loss, hessian="gradient"), with_gradient):
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+
+    # given settings kept: the gradient of each query alone with the loss as given
+    starts = np.cumsum(sizes) - sizes
+    flat = jnp.asarray(preds, jnp.float32)
+    tree_g = derivatives(tree, normalize=False)[0]
+    for loss in (
+        functools.partial(losses.metric_loss, ranker=jaxrank.softsort()),
+        functools.partial(losses.metric_loss, k=3),
+        functools.partial(losses.metric_loss, metric=jaxrank.average_precision),
+    ):
+        g, _ = derivatives(loss, normalize=False)
+        alone = jax.jit(
+            lambda a, loss=loss: jnp.concatenate(
+                [jax.grad(lambda x, b=b, m=m: loss(x, labels[b : b + m]))(a[b : b + m]) for b, m in zip(starts, sizes)]
+            )
+        )(flat)
+        np.testing.assert_allclose(g, alone, rtol=1e-5, atol=1e-7)
+        assert not np.allclose(g, tree_g, rtol=1e-3)

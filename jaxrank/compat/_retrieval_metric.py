@@ -9,6 +9,7 @@ lists ``[..., n]``; :mod:`jaxrank.compat.torchmetrics` defines one per metric.
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 from typing import Literal, Optional, Union
 
@@ -92,8 +93,10 @@ def functional(kernel: Callable, preds, target, allow_non_binary: bool = False, 
 
 
 # Aggregation over queries ----------------------------------------------------------------------
-def _reduce(values: Array, aggregation: Aggregation) -> Array:
-    """torchmetrics' ``_retrieval_aggregate`` over the first axis."""
+def _reduce(values: Array, aggregation: Aggregation, as_torch: bool = False) -> Array:
+    """torchmetrics' ``_retrieval_aggregate`` over the first axis. A callable gets
+    ``(values, dim=None)`` (``dim=0`` for a curve's ``[Q, k]``): a JAX array, or a CPU torch
+    tensor when ``as_torch`` (the user's inputs were torch tensors); its result as a JAX array."""
     dim = None if values.ndim == 1 else 0
     if aggregation == "mean":
         return jnp.mean(values, axis=0)
@@ -103,11 +106,16 @@ def _reduce(values: Array, aggregation: Aggregation) -> Array:
         return jnp.min(values, axis=0)
     if aggregation == "max":
         return jnp.max(values, axis=0)
-    return aggregation(values, dim=dim)
+    if as_torch:
+        return as_array(aggregation(sys.modules["torch"].from_numpy(np.array(values)), dim=dim))
+    return as_array(aggregation(values, dim=dim))
 
 
-def aggregate(values: Array, empty, action: str, aggregation: Aggregation, message: str) -> Array:
-    """The per-query ``values`` ``[Q, ...]`` over queries, the ``empty`` ones decided by ``action``."""
+def aggregate(
+    values: Array, empty, action: str, aggregation: Aggregation, message: str, as_torch: bool = False
+) -> Array:
+    """The per-query ``values`` ``[Q, ...]`` over queries, the ``empty`` ones decided by ``action``
+    (``as_torch``: a callable ``aggregation`` gets a torch tensor, see :func:`_reduce`)."""
     empty = np.asarray(empty)
     if action == "error" and empty.any():
         raise ValueError(message)
@@ -118,7 +126,14 @@ def aggregate(values: Array, empty, action: str, aggregation: Aggregation, messa
         values = jnp.where(flags, 1.0 if action == "pos" else 0.0, values)
     if values.shape[0] == 0:
         return jnp.zeros(values.shape[1:], values.dtype)
-    return _reduce(values, aggregation)
+    return _reduce(values, aggregation, as_torch)
+
+
+def _is_torch(x) -> bool:
+    """Whether ``x`` is a torch tensor (torch is never imported here: if it is not loaded, no
+    tensor of it exists)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
 
 
 def axes(ax):
@@ -135,9 +150,12 @@ class RetrievalMetric:
     """torchmetrics' ``RetrievalMetric``: state, ``update``, ``compute``, ``reset``, ``forward``.
 
     A subclass binds its kernel (the per-query values of padded lists ``[Q, n]``) and
-    settings with ``_bind``."""
+    settings with ``_bind``. The state is plain Python and NumPy (the kernel function by its
+    name, the compiled program looked up when used), so a metric pickles and deep-copies with
+    its state, as torchmetrics' do for checkpoints."""
 
-    _kernel: Callable
+    _kernel_fn: Callable
+    _static: tuple[str, ...] = ()
     _allow_non_binary = False
     _empty_message = "`compute` method was provided with a query with no positive target."
 
@@ -166,11 +184,13 @@ class RetrievalMetric:
         self._preds: list[np.ndarray] = []
         self._target: list[np.ndarray] = []
         self._indexes: list[np.ndarray] = []
+        self._torch = False  # whether an update was given torch tensors (what aggregation= gets)
 
     def update(self, preds, target, indexes) -> None:
         """Add items: ``preds``, ``target`` and integer query ``indexes`` of one shape (flattened)."""
         if indexes is None:
             raise ValueError("Argument `indexes` cannot be None")
+        torch_inputs = _is_torch(preds)
         preds, target, indexes = (np.asarray(x) for x in (preds, target, indexes))
         if indexes.shape != preds.shape or preds.shape != target.shape:
             raise ValueError("`indexes`, `preds` and `target` must be of the same shape")
@@ -185,12 +205,19 @@ class RetrievalMetric:
         self._preds.append(preds.ravel())
         self._target.append(target.ravel())
         self._indexes.append(indexes.ravel())
+        self._torch = self._torch or torch_inputs
 
     def _bind(self, kernel: Callable, **settings) -> None:
-        """Check the static settings, keep them as attributes, and bind them into the kernel."""
+        """Check the static settings and keep them as attributes, beside the kernel."""
         for name, value in settings.items():
             setattr(self, name, _SETTINGS[name](value))
-        self._kernel = functools.partial(compiled(kernel), **{name: getattr(self, name) for name in settings})
+        self._kernel_fn = kernel
+        self._static = tuple(settings)
+
+    @property
+    def _kernel(self) -> Callable:
+        """The compiled kernel with the static settings bound (a jitted function does not pickle)."""
+        return functools.partial(compiled(self._kernel_fn), **{name: getattr(self, name) for name in self._static})
 
     def _grouped(self):
         if not self._preds:
@@ -201,7 +228,7 @@ class RetrievalMetric:
         return jnp.sum(jnp.where(where, target, 0), axis=-1) == 0
 
     def _aggregate(self, values: Array, empty: Array) -> Array:
-        return aggregate(values, empty, self.empty_target_action, self.aggregation, self._empty_message)
+        return aggregate(values, empty, self.empty_target_action, self.aggregation, self._empty_message, self._torch)
 
     def compute(self) -> Array:
         """The aggregate of the per-query values over every query seen."""

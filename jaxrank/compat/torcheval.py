@@ -11,6 +11,8 @@ and the index of the true class ``[B]``. Conventions kept (``docs/compat/torchev
   higher only: a tie counts in its favour (:func:`jaxrank.hard` ``"optimistic"``).
 * torcheval orders tied scores at the ``k`` cut as ``torch.topk`` happens to (unspecified);
   here ties keep input order (``hard("stable")``).
+* Errors are torcheval's, shapes printed as the caller's library prints them
+  (``torch.Size([1, 3, 1])`` for torch tensors, ``(1, 3, 1)`` for numpy or JAX arrays).
 
 Example:
   >>> from jaxrank.compat.torcheval import retrieval_recall
@@ -41,11 +43,19 @@ def _param_check(k: Optional[int], limit_k_to_size: bool) -> None:
         raise ValueError("when limit_k_to_size is True, k must be a positive (>0) integer.")
 
 
+def _shape(given, array: Array):
+    """The shape as the caller's own library prints it: a torch tensor's ``torch.Size([1, 3])``,
+    numpy's and JAX's ``(1, 3)``; a list's as its array's."""
+    return getattr(given, "shape", array.shape)
+
+
 def _lists(input, target, num_tasks: int) -> tuple[Array, Array]:
+    given = input, target
     input, target = as_array(input), as_array(target)
     if input.shape != target.shape:
         raise ValueError(
-            f"input and target must be of the same shape, got input.shape={input.shape} and target.shape={target.shape}."
+            f"input and target must be of the same shape, got input.shape={_shape(given[0], input)} "
+            f"and target.shape={_shape(given[1], target)}."
         )
     if num_tasks == 1:
         if input.ndim != 1:
@@ -54,7 +64,8 @@ def _lists(input, target, num_tasks: int) -> tuple[Array, Array]:
             )
     elif input.ndim != 2 or input.shape[0] != num_tasks:
         raise ValueError(
-            f"input and target should be two dimensional tensors with {num_tasks} rows, got input and target shape={input.shape}."
+            f"input and target should be two dimensional tensors with {num_tasks} rows, "
+            f"got input and target shape={_shape(given[0], input)}."
         )
     return input, target
 
@@ -99,14 +110,17 @@ def retrieval_precision(
 
 
 def _classes(input, target) -> tuple[Array, Array]:
+    given = input, target
     input, target = as_array(input), as_array(target)
+    shapes = _shape(given[0], input), _shape(given[1], target)
     if target.ndim != 1:
-        raise ValueError(f"target should be a one-dimensional tensor, got shape {target.shape}.")
+        raise ValueError(f"target should be a one-dimensional tensor, got shape {shapes[1]}.")
     if input.ndim != 2:
-        raise ValueError(f"input should be a two-dimensional tensor, got shape {input.shape}.")
+        raise ValueError(f"input should be a two-dimensional tensor, got shape {shapes[0]}.")
     if input.shape[0] != target.shape[0]:
         raise ValueError(
-            f"`input` and `target` should have the same minibatch dimension, got shapes {input.shape} and {target.shape}, respectively."
+            "`input` and `target` should have the same minibatch dimension, "
+            f"got shapes {shapes[0]} and {shapes[1]}, respectively."
         )
     return input, jax.nn.one_hot(target, input.shape[-1], dtype=input.dtype)
 

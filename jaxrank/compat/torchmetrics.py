@@ -15,6 +15,10 @@ trec_eval's):
   here ties keep input order (``hard("stable")``).
 * A query without a relevant item (fall-out: without a non-relevant one) is decided by
   ``empty_target_action``; ``"median"`` is the lower median, as ``torch.median``.
+* A callable ``aggregation`` is called as torchmetrics calls it, ``(values, dim=None)``
+  (``dim=0`` for a curve), with a CPU torch tensor when the updates were torch tensors and a
+  JAX array otherwise; ``compute`` returns a JAX array either way.
+* The classes pickle and ``copy.deepcopy`` with their state (checkpoints).
 
 In the formulas, :math:`s_i`, :math:`y_i` and :math:`r_i` are item :math:`i`'s score, target
 and rank (1 = first).

@@ -15,16 +15,52 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from jaxrank import metrics
+from jaxrank.losses._metric import metric_loss, ndcg_loss
+from jaxrank.ranking import approx
 from jaxrank.ranking.backend import bucket
 
 _LIBRARIES = ("lightgbm", "xgboost")
 _HESSIANS = ("gradient", "exact", "hutchinson", "constant")
+# The objective chosen for trees on validation queries only (benchmarks/bench_gbdt.py, docs/training.md):
+# metric_loss's own default ranker, softsort(), trains below LambdaMART there.
+TREE_RANKER = approx(1.0)
+TREE_K = 10
+TREE_HESSIAN = "hutchinson"
+
+
+def tree_default(loss: Callable) -> Optional[Callable]:
+    """The tree objective's loss when ``loss`` is smooth nDCG left at its default ranker and
+    cutoff, else None.
+
+    ``loss`` qualifies when it is :func:`jaxrank.losses.metric_loss` or
+    :func:`jaxrank.losses.ndcg_loss`, or a ``functools.partial`` of either that gives
+    neither ``ranker`` nor ``k`` (nor a metric other than nDCG); the answer is that loss with
+    ``ranker=approx(1.0), k=10`` added.
+
+    Example:
+      >>> import functools, jaxrank
+      >>> from jaxrank import losses
+      >>> tree_default(functools.partial(losses.metric_loss, gain="exp")).keywords["k"]
+      10
+      >>> tree_default(functools.partial(losses.metric_loss, ranker=jaxrank.softsort())) is None
+      True
+    """
+    func, keywords = loss, {}
+    if isinstance(loss, functools.partial) and not loss.args:
+        func, keywords = loss.func, dict(loss.keywords)
+    if func not in (metric_loss, ndcg_loss) or "ranker" in keywords or "k" in keywords:
+        return None
+    if keywords.get("metric", metrics.ndcg) is not metrics.ndcg:
+        return None
+    return functools.partial(func, **keywords, ranker=TREE_RANKER, k=TREE_K)
 
 
 def gbdt_objective(
@@ -33,7 +69,7 @@ def gbdt_objective(
     library: str = "lightgbm",
     group=None,
     labels=None,
-    hessian: str = "gradient",
+    hessian: Optional[str] = None,
     probes: int = 4,
     floor: float = 1e-3,
     normalize: bool = True,
@@ -57,9 +93,10 @@ def gbdt_objective(
     along each document's score. The exact diagonal of a ranking loss's Hessian is neither
     positive nor cheap: the losses are not convex (a metric loss's curvature changes sign
     as items pass each other), and each list's diagonal costs ``n`` Hessian-vector products.
-    ``hessian=`` chooses:
+    ``hessian=`` chooses (None, the default: ``"gradient"``, or ``"hutchinson"`` for the tree
+    default below):
 
-    * ``"gradient"`` (default): ``h = |g|``, LambdaMART's form. LambdaRank's Hessian of a
+    * ``"gradient"``: ``h = |g|``, LambdaMART's form. LambdaRank's Hessian of a
       document is ``sum_j |dNDCG_ij| rho_ij (1 - rho_ij)`` beside its gradient
       ``sum_j |dNDCG_ij| rho_ij``: the same weights, each pair damped by ``1 - rho_ij``, so
       ``|g|`` is its bound. Each leaf's step is then ``-sum(g) / sum(|g|)``, in ``[-1, 1]``:
@@ -83,10 +120,16 @@ def gbdt_objective(
     ``lambda`` then count documents (mean ``h`` = 1), as they do for the libraries' own
     ranking objectives. ``normalize=False`` returns the loss's own derivatives.
 
-    The loss matters more than the Hessian: for trees ``metric_loss(..., ranker=jaxrank.approx(1.0),
-    k=10)`` was chosen on validation queries (level with LightGBM's LambdaMART on its LambdaRank
-    data, above it on MQ2008), while ``metric_loss``'s default ranker (``softsort()``) trains
-    below LambdaMART (docs/training.md has the numbers and the command).
+    **The tree default.** The loss matters more than the Hessian, and ``metric_loss``'s default
+    ranker (``softsort()``, chosen for neural models) trains trees below LambdaMART. So when
+    ``loss`` is :func:`jaxrank.losses.metric_loss` or :func:`jaxrank.losses.ndcg_loss` left at
+    its default ranker and cutoff (the function itself, or a ``functools.partial`` of it that
+    gives neither ``ranker`` nor ``k`` nor another metric: :func:`tree_default`), the objective
+    is the one chosen for trees on validation queries: ``metric_loss(..., ranker=approx(1.0),
+    k=10)`` with ``hessian="hutchinson"`` unless ``hessian=`` is given (level with LightGBM's
+    LambdaMART on its LambdaRank data, above it on MQ2008; docs/training.md has the numbers
+    and the command). A ranker or ``k`` you give is kept as given; ``objective.loss`` is the
+    loss used.
 
     Padding: the queries fall into length classes (:func:`lists`: powers of two, at least 8),
     each class one ``[bucket(Q_c), n_c]`` array filled by one NumPy scatter (padding adds
@@ -101,13 +144,20 @@ def gbdt_objective(
       >>> g, h = objective(np.zeros(5), None)
       >>> bool(g[0] < 0 < g[1]), bool((h > 0).all())
       (True, True)
+      >>> tree = losses.gbdt_objective(losses.metric_loss)  # the tree default
+      >>> tree.loss.keywords["k"], tree.hessian
+      (10, 'hutchinson')
     """
     if library not in _LIBRARIES:
         raise ValueError(f"library must be one of {_LIBRARIES}, got {library!r}")
-    if hessian not in _HESSIANS:
-        raise ValueError(f"hessian must be one of {_HESSIANS}, got {hessian!r}")
     if not callable(loss):
         raise TypeError(f"loss must be a callable (scores, labels, where=...) -> [Q], got {loss!r}")
+    default = tree_default(loss)
+    if default is not None:
+        loss, hessian = default, TREE_HESSIAN if hessian is None else hessian
+    hessian = "gradient" if hessian is None else hessian
+    if hessian not in _HESSIANS:
+        raise ValueError(f"hessian must be one of {_HESSIANS}, got {hessian!r}")
     if probes < 1:
         raise ValueError(f"probes must be at least 1, got {probes}")
     if not 0 < floor < 1:
