@@ -457,3 +457,22 @@ def test_both_linear_recurrence_branches_equal_the_loop_and_its_gradient(branch,
     want = jax.grad(lambda a, b: (loop(a, b) * weights).sum(), argnums=(0, 1))(a, b)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [5120, 6001])
+def test_the_screened_top_k_of_long_rows_equals_lax_top_k(n):
+    # GPU and TPU take the screened path (backend.top_k_order_of_scores): run here, under jit
+    rng = np.random.default_rng(n)
+    rows = [
+        rng.standard_normal(n),
+        np.round(rng.standard_normal(n), 1),  # ties across chunks
+        np.round(0.3 * rng.standard_normal(n)),  # few values: most of the row tied
+        np.full(n, 2.0),
+        np.where(rng.random(n) < 0.999, -np.inf, rng.standard_normal(n)),  # fewer finite items than k
+    ]
+    x = jnp.asarray(np.stack(rows), jnp.float32)
+    for depth in (1, 10):
+        got = jax.jit(lambda x, depth=depth: _backend.screened_top_k(x, depth))(x)
+        want = jax.lax.top_k(x, depth)
+        np.testing.assert_array_equal(np.asarray(got[0]), np.asarray(want[0]))
+        np.testing.assert_array_equal(np.asarray(got[1]), np.asarray(want[1]))

@@ -26,6 +26,9 @@ transformation; what differs is how. The paths and the rule that picks them:
   ``shard_map``. Without a mask, :func:`top_k_order_of_scores` runs it on the
   float32/float64 scores themselves and takes the keyed path only for a batch
   whose first ``k`` values hold a zero or a NaN (one pass over the list fewer).
+  On GPU and TPU a long row's ``lax.top_k`` runs through :func:`screened_top_k` (the
+  maximum of each chunk of the row first, then ``lax.top_k`` over the few chunks that can
+  hold the answer): XLA's top-k of a row is one block's sequential work there.
 * **Cumulative sums** (:func:`cumsum`): two small triangular matmuls on CPU,
   where XLA's cumsum is several times slower; ``jnp.cumsum`` elsewhere. Both are
   plain XLA ops, valid under every transformation.
@@ -365,13 +368,46 @@ def top_k_order_of_scores(
     """
     ones = jnp.ones((), bool)
     masked = scores if where is None else jnp.where(where, scores, jnp.array(-jnp.inf, scores.dtype))
-    values, order = lax.top_k(masked, depth)
+    values, order = lax.platform_dependent(
+        masked, cpu=lambda x: lax.top_k(x, depth), default=lambda x: screened_top_k(x, depth)
+    )
     exact = ~jnp.any((values == 0) | jnp.isnan(values) | (values == -jnp.inf))
     return lax.cond(
         exact,
         lambda: (order, sort_key(values, ones)),
         lambda: top_k_order(sort_key(scores, ones if where is None else where), depth),
     )
+
+
+#: Chunk width of :func:`screened_top_k`.
+SCREEN = 128
+
+
+def screened_top_k(x: jax.Array, depth: int) -> tuple[jax.Array, jax.Array]:
+    """``lax.top_k(x, depth)`` of float rows, exactly (ties by index), through the chunks
+    that can hold the top ``depth``.
+
+    Each row is cut into chunks of :data:`SCREEN` items (the tail padded with ``-inf``); the
+    ``depth`` chunks of largest maximum (ties by chunk) hold every item of the top
+    ``depth``: an item of another chunk has ``depth`` chunks ahead of it, each with an item
+    above it or equal and earlier. ``lax.top_k`` then runs over those chunks, in index
+    order, a row of ``depth * SCREEN`` items: on a GPU a row's top-k is one block's
+    sequential work, and a long row (a retrieval list) makes it most of a loss's time; a
+    row's maximum per chunk is one parallel pass. Rows shorter than ``4 * depth * SCREEN``
+    take ``lax.top_k`` directly. Padding is never returned while the row has ``depth``
+    items (it is ``-inf``, after every item)."""
+    n = x.shape[-1]
+    if n < 4 * depth * SCREEN:
+        return lax.top_k(x, depth)
+    chunks = -(-n // SCREEN)
+    padded = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, chunks * SCREEN - n)], constant_values=-jnp.inf)
+    grouped = padded.reshape(x.shape[:-1] + (chunks, SCREEN))
+    _, best = lax.top_k(jnp.max(grouped, axis=-1), depth)
+    best = jnp.sort(best, axis=-1)  # index order, so that lax.top_k below breaks ties by index
+    candidates = jnp.take_along_axis(grouped, best[..., None], axis=-2).reshape(x.shape[:-1] + (depth * SCREEN,))
+    values, at = lax.top_k(candidates, depth)
+    chunk = jnp.take_along_axis(best, at // SCREEN, axis=-1)
+    return values, chunk * SCREEN + at % SCREEN
 
 
 def scores_per_block() -> int:
