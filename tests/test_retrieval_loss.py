@@ -270,3 +270,32 @@ def test_bad_input_raises_naming_the_argument(call, match):
     d = jnp.ones((40, 4), jnp.float32)
     with pytest.raises(ValueError, match=match):
         call(q, d)
+
+
+def test_the_docs_recipe_runs_at_realistic_size():
+    """docs/retrieval_loss.md's recipe on a batch of 512 queries against their 512 positives
+    and 512 hard negatives (d = 128, unit vectors), two positives a query: finite loss and
+    gradients, and the hard nDCG@10 of the same lists."""
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "retrieval_loss.md").read_text()
+    block = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    rng = np.random.default_rng(0)
+    n_queries, dim = 512, 128
+
+    def unit(x):
+        return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+    documents = unit(rng.normal(size=(2 * n_queries, dim))).astype(np.float32)
+    queries = unit(documents[:n_queries] + unit(rng.normal(size=(n_queries, dim)))).astype(np.float32)
+    positives = np.stack([np.arange(n_queries), rng.integers(n_queries, 2 * n_queries, n_queries)], axis=-1)
+    positives[::3, 1] = -1
+    grades = rng.integers(1, 4, positives.shape)
+    env = dict(queries=jnp.asarray(queries), documents=jnp.asarray(documents), positives=positives, grades=grades)
+    exec(block, env)
+    assert np.isfinite(float(env["value"])) and 0 < float(env["value"]) < 1
+    for g in (env["g_queries"], env["g_documents"]):
+        assert np.all(np.isfinite(np.asarray(g))) and float(jnp.max(jnp.abs(g))) > 0
+    hard = np.asarray(env["hard"])
+    assert hard.shape == (n_queries,) and 0 < hard.mean() <= 1
