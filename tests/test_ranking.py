@@ -476,3 +476,16 @@ def test_the_screened_top_k_of_long_rows_equals_lax_top_k(n):
         want = jax.lax.top_k(x, depth)
         np.testing.assert_array_equal(np.asarray(got[0]), np.asarray(want[0]))
         np.testing.assert_array_equal(np.asarray(got[1]), np.asarray(want[1]))
+
+
+def test_the_top_k_of_long_masked_rows_equals_the_keyed_order():
+    # a row long enough for the screened path off CPU: both platform branches are traced here
+    rng = np.random.default_rng(1)
+    scores = np.round(rng.standard_normal((6, 9000)), 1).astype(np.float32)
+    scores[1, :20] = 0.0  # zeros in the prefix: the keyed path
+    where = rng.random(scores.shape) < 0.8
+    where[2, 5:] = False  # fewer valid items than k
+    got = jax.jit(lambda s, w: _backend.top_k_order_of_scores(s, 10, w))(scores, where)
+    want = _backend.top_k_order(_backend.sort_key(jnp.asarray(scores), jnp.asarray(where)), 10)
+    np.testing.assert_array_equal(np.asarray(got[0]), np.asarray(want[0]))
+    np.testing.assert_array_equal(np.asarray(got[1]), np.asarray(want[1]))

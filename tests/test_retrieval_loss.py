@@ -65,7 +65,9 @@ RELEVANT_ONLY = [
 
 @pytest.mark.parametrize("ties", [False, True])
 @pytest.mark.parametrize("metric, kw", RELEVANT_ONLY, ids=lambda v: getattr(v, "__name__", str(v)))
-@pytest.mark.parametrize("ranker", [jaxrank.softsort(), jaxrank.softsort(0.05, units="score")], ids=["default", "score"])
+@pytest.mark.parametrize(
+    "ranker", [jaxrank.softsort(), jaxrank.softsort(0.05, units="score")], ids=["default", "score"]
+)
 def test_softsort_at_the_positives_equals_the_dense_labels(metric, kw, ranker, ties):
     _assert_equal_to_dense(metric, ranker, kw, seed=len(kw), ties=ties)
 

@@ -369,7 +369,7 @@ def top_k_order_of_scores(
     ones = jnp.ones((), bool)
     masked = scores if where is None else jnp.where(where, scores, jnp.array(-jnp.inf, scores.dtype))
     values, order = lax.platform_dependent(
-        masked, cpu=lambda x: lax.top_k(x, depth), default=lambda x: screened_top_k(x, depth)
+        masked, cpu=lambda x: tuple(lax.top_k(x, depth)), default=lambda x: screened_top_k(x, depth)
     )
     exact = ~jnp.any((values == 0) | jnp.isnan(values) | (values == -jnp.inf))
     return lax.cond(
@@ -380,7 +380,7 @@ def top_k_order_of_scores(
 
 
 #: Chunk width of :func:`screened_top_k`.
-SCREEN = 128
+SCREEN = 64
 
 
 def screened_top_k(x: jax.Array, depth: int) -> tuple[jax.Array, jax.Array]:
@@ -398,7 +398,7 @@ def screened_top_k(x: jax.Array, depth: int) -> tuple[jax.Array, jax.Array]:
     items (it is ``-inf``, after every item)."""
     n = x.shape[-1]
     if n < 4 * depth * SCREEN:
-        return lax.top_k(x, depth)
+        return tuple(lax.top_k(x, depth))
     chunks = -(-n // SCREEN)
     padded = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, chunks * SCREEN - n)], constant_values=-jnp.inf)
     grouped = padded.reshape(x.shape[:-1] + (chunks, SCREEN))
