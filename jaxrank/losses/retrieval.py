@@ -81,13 +81,14 @@ def retrieval_loss(
       ``[Q]``, each query's loss.
 
     Example:
-      >>> import jax, jax.numpy as jnp
+      >>> import jax.numpy as jnp
       >>> from jaxrank import losses
-      >>> q = jax.random.normal(jax.random.key(0), (4, 8))
-      >>> d = jnp.concatenate([q + 0.1, -q])  # each query's positive is its own row
-      >>> loss = losses.retrieval_loss(q, d, jnp.arange(4)[:, None])
-      >>> loss.shape, bool(jnp.all(loss < 0.1))
-      ((4,), True)
+      >>> q = 3 * jnp.eye(4, 8)
+      >>> d = jnp.concatenate([q, -q])  # query i scores 9 with document i, 0 or -9 with the others
+      >>> [round(abs(float(v)), 4) for v in losses.retrieval_loss(q, d, jnp.arange(4)[:, None])]
+      [0.0, 0.0, 0.0, 0.0]
+      >>> [round(float(v), 4) for v in losses.retrieval_loss(q, d, [[1], [0], [3], [2]])]  # ranked second
+      [0.5603, 0.5603, 0.5603, 0.5603]
     """
     queries, documents = _embeddings(queries, documents)
     n_queries, local = queries.shape[0], documents.shape[0]

@@ -294,8 +294,11 @@ def runtime(x, traced: object):
     """
     if x is None or not isinstance(traced, jax.core.Tracer):
         return x
-    if isinstance(x, (list, tuple)):  # a nested list of numbers is one array
-        x = jnp.asarray(x)
+    if isinstance(x, (list, tuple)):
+        # a nested list of numbers is one array, by numpy: under a trace jnp would build it
+        # from the numbers with operations XLA folds (no leaf left to keep out of it)
+        leaves = jax.tree.leaves(x)
+        x = jnp.asarray(x) if any(isinstance(a, jax.core.Tracer) for a in leaves) else np.asarray(x)
     return jax.tree.map(lambda a: a if isinstance(a, jax.core.Tracer) else opaque(jnp.asarray(a)), x)
 
 
