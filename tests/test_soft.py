@@ -762,3 +762,29 @@ def test_the_default_loss_trains_a_linear_model_past_the_spread_normalised_loss(
         jax.config.update("jax_disable_most_optimizations", before)
     assert default > 0.775, default
     assert default > spread_normalised + 0.01, (default, spread_normalised)
+
+
+@pytest.mark.parametrize("regularization", ["l2", "kl"])
+def test_softrank_min_max_blocks_equal_the_pool_adjacent_violators_loop(regularization, monkeypatch):
+    # GPU and TPU take the min-max form (projection._minmax), CPU the loop: both run here,
+    # values and gradients of soft ranks over masked lists of every length, ties included
+    from jaxrank.ranking import projection
+
+    rng = np.random.default_rng(0)
+    scores = rng.normal(size=(24, 40)) * np.repeat([0.05, 1.0, 20.0], 8)[:, None]
+    scores[::4] = np.round(scores[::4], 1)
+    where = np.arange(40) < rng.integers(1, 41, 24)[:, None]
+    probe = rng.normal(size=scores.shape)
+
+    def ranks_and_grad(s):
+        ranks = projection.soft_ranks(s, where, strength=0.7, regularization=regularization)
+        grad = jax.grad(
+            lambda s: jnp.sum(projection.soft_ranks(s, where, strength=0.7, regularization=regularization) * probe)
+        )(s)
+        return ranks, grad
+
+    loop = jax.jit(lambda s: ranks_and_grad(s))(scores)
+    monkeypatch.setattr(projection, "_blocks", lambda s, m, kl: projection._minmax(s, m, kl))
+    table = jax.jit(lambda s: ranks_and_grad(s))(scores)  # a new function: traced again
+    for got, want in zip(table, loop):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5)

@@ -87,7 +87,7 @@ def retrieval_loss(
       >>> d = jnp.concatenate([q, -q])  # query i scores 9 with document i, 0 or -9 with the others
       >>> [round(abs(float(v)), 4) for v in losses.retrieval_loss(q, d, jnp.arange(4)[:, None])]
       [0.0, 0.0, 0.0, 0.0]
-      >>> [round(float(v), 4) for v in losses.retrieval_loss(q, d, [[1], [0], [3], [2]])]  # ranked second
+      >>> [round(float(v), 4) for v in losses.retrieval_loss(q, d, [[1], [0], [3], [2]])]  # tied with five others, second
       [0.5603, 0.5603, 0.5603, 0.5603]
     """
     queries, documents = _embeddings(queries, documents)

@@ -107,8 +107,60 @@ def _pav(s: jax.Array, m: jax.Array, kl: bool):
     return jnp.where(inside, start, pos), jnp.where(inside, end, pos + 1), jnp.where(inside, stat, s)
 
 
+#: Lists of at most this many ``[B, n, n]`` table entries take the min-max form off CPU.
+MINMAX_ENTRIES = 1 << 25
+
+
+def _minmax(s: jax.Array, m: jax.Array, kl: bool):
+    """:func:`_pav`'s blocks by the min-max formula of isotonic regression, in parallel.
+
+    The solution at position ``i`` is :math:`v_i = \\min_{j \\le i} \\max_{k \\ge i} A(j, k)`,
+    with :math:`A(j, k)` the value of the block ``j..k`` (:func:`_pav`'s ``value``): a table
+    of every block's statistic (a cumulative sum, or logsumexp, along ``k`` for each ``j``),
+    a reverse cumulative maximum over ``k`` and a cumulative minimum over ``j``: O(n^2)
+    work and memory per list, O(log n) depth, where the stack's loop is 2n - 1 sequential
+    steps (each a few kernel launches on a GPU). Each block's positions read the same
+    table entry, so a block is a run of equal values; its start, end and statistic are read
+    back from the table."""
+    batch, n = s.shape
+    dt = s.dtype
+    pos = jnp.arange(n, dtype=jnp.int32)
+    j, k = pos[:, None], pos[None, :]
+    empty = -jnp.inf if kl else 0.0
+    inside = pos < m[:, None]
+    rows = jnp.where((j <= k) & inside[:, None, :], s[:, None, :], empty)  # [B, j, k]: s_k of block j..k
+    stat = lax.associative_scan(jnp.logaddexp, rows, axis=2) if kl else jnp.cumsum(rows, axis=2)
+    start, end = j.astype(dt), (k + 1).astype(dt)
+    if kl:
+        value = stat + start - _log_geometric(end - start)
+    else:
+        value = stat / (end - start) + 0.5 * (start + end - 1)
+    block = (j <= k) & inside[:, None, :]
+    value = jnp.where(block, value, -jnp.inf)
+    best_end = jnp.where(j <= k, lax.cummax(value, axis=2, reverse=True), jnp.inf)  # max over k >= i
+    v = jnp.diagonal(lax.cummin(best_end, axis=1), axis1=1, axis2=2)  # min over j <= i
+    changes = v[:, 1:] != v[:, :-1]
+    first = jnp.concatenate([jnp.ones((batch, 1), bool), changes], axis=1)
+    last = jnp.concatenate([changes, jnp.ones((batch, 1), bool)], axis=1) | (pos + 1 >= m[:, None])
+    starts = lax.cummax(jnp.where(first, pos, 0), axis=1)
+    ends = lax.cummin(jnp.where(last, pos + 1, n), axis=1, reverse=True)
+    stats = stat[jnp.arange(batch)[:, None], starts, jnp.clip(ends - 1, 0, n - 1)]
+    return jnp.where(inside, starts, pos), jnp.where(inside, ends, pos + 1), jnp.where(inside, stats, s)
+
+
+def _blocks(s: jax.Array, m: jax.Array, kl: bool):
+    """The isotonic blocks: :func:`_pav` on CPU (and for lists too long for the table),
+    :func:`_minmax` elsewhere."""
+    batch, n = s.shape
+    if batch * n * n > MINMAX_ENTRIES:
+        return _pav(s, m, kl)
+    return lax.platform_dependent(
+        s, m, cpu=lambda s, m: tuple(_pav(s, m, kl)), default=lambda s, m: tuple(_minmax(s, m, kl))
+    )
+
+
 def _project_sorted_impl(s: jax.Array, m: jax.Array, kl: bool):
-    start, end, stat = _pav(s, m, kl)
+    start, end, stat = _blocks(s, m, kl)
     dt = s.dtype
     length = (end - start).astype(dt)
     m_f = m[:, None].astype(dt)
@@ -269,8 +321,10 @@ def softrank(
 
     Cost per list: one O(n log n) sort (the ranking primitive's
     :func:`~jaxrank.ranking.argsort_descending`: ``lax.sort`` on GPU and TPU, no
-    host callback there; numpy's sort on CPU), then pool-adjacent-violators in a
-    ``lax.while_loop`` of at most 2n O(1) steps (exact, sequential), and an
+    host callback there; numpy's sort on CPU), then the isotonic regression: on CPU
+    pool-adjacent-violators, a loop of at most 2n O(1) steps (exact, sequential); on GPU
+    and TPU the min-max formula over a table of every block, O(n^2) work in O(log n) depth
+    (lists with more than 2^25 table entries in a batch take the loop there too); and an
     O(n) custom VJP. The cutoff is :func:`soft_cutoff` with
     :math:`\\tau` = ``strength`` (or ``cutoff_temperature``). ``count_before``
     and ``survival`` (AP, RR, success) rank again inside the relevant /
