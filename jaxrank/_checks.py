@@ -76,6 +76,22 @@ def judgments(j, j_where, scores_shape: tuple[int, ...]) -> tuple[Optional[jax.A
     return j, mask(j_where, j.shape, "judgments_where", "judgments")
 
 
+def embeddings(queries, other, other_name: str, other_rows: str = "N") -> tuple[jax.Array, jax.Array]:
+    """``queries [Q, d]`` and ``other [N, d]`` (a corpus, the documents) as float arrays of
+    one embedding size."""
+    queries, other = jnp.asarray(queries), jnp.asarray(other)
+    for name, x, shape in (("queries", queries, "[Q, d]"), (other_name, other, f"[{other_rows}, d]")):
+        if x.ndim != 2:
+            raise ValueError(f"{name} must have shape {shape}, got {x.shape}")
+        if not jnp.issubdtype(x.dtype, jnp.floating):
+            raise ValueError(f"{name} must be floating point, got {x.dtype}")
+    if queries.shape[1] != other.shape[1]:
+        raise ValueError(
+            f"queries and {other_name} must share the embedding size d, got {queries.shape[1]} and {other.shape[1]}"
+        )
+    return queries, other
+
+
 def indices_within(indices, n: int, name: str) -> None:
     """Refuse (when the values are known, outside ``jit``) an index past a list of ``n``
     items or below -1 (the padding)."""

@@ -257,7 +257,7 @@ def test_retrieval_loss_with_documents_sharded_over_8_devices_equals_one_device(
             "grades: give them inside jaxrank.positives",
         ),
         (lambda q, d: losses.retrieval_loss(q, d, [[0], [1]], block=3), "block must divide the number of queries 2"),
-        (lambda q, d: losses.retrieval_loss(q, d[:, :3], [[0], [1]]), "documents must have the dimension of queries"),
+        (lambda q, d: losses.retrieval_loss(q, d[:, :3], [[0], [1]]), "queries and documents must share the embedding size d, got 4 and 3"),
         (lambda q, d: losses.retrieval_loss(q, d, [0, 1]), r"positives must be int\[Q, r\]"),
         (lambda q, d: losses.retrieval_loss(q, d, [[0], [1], [2]]), r"positives must be \[Q, r\] with Q = 2"),
         (lambda q, d: losses.retrieval_loss(q, d, [[0], [1]], where=np.ones(7, bool)), "where must have shape"),

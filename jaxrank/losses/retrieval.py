@@ -90,7 +90,7 @@ def retrieval_loss(
       >>> [round(float(v), 4) for v in losses.retrieval_loss(q, d, [[1], [0], [3], [2]])]  # tied with five others, second
       [0.5603, 0.5603, 0.5603, 0.5603]
     """
-    queries, documents = _embeddings(queries, documents)
+    queries, documents = _checks.embeddings(queries, documents, "documents", "M")
     n_queries, local = queries.shape[0], documents.shape[0]
     pos = _as_positives(positives, grades, n_queries)
     ranker = _DEFAULT_RANKER if ranker is None else ranker
@@ -119,21 +119,6 @@ def retrieval_loss(
 
     out = lax.map(per_block, (blocks(queries), blocks(pos.indices), blocks(pos.grades), blocks(where)))
     return out.reshape(n_queries)
-
-
-def _embeddings(queries, documents) -> tuple[jax.Array, jax.Array]:
-    queries, documents = jnp.asarray(queries), jnp.asarray(documents)
-    for name, x in (("queries", queries), ("documents", documents)):
-        if x.ndim != 2:
-            raise ValueError(f"{name} must be [{name[0].upper()}, d] embeddings, got shape {x.shape}")
-        if not jnp.issubdtype(x.dtype, jnp.floating):
-            raise ValueError(f"{name} must be floating point, got {x.dtype}")
-    if queries.shape[1] != documents.shape[1]:
-        raise ValueError(
-            f"documents must have the dimension of queries ({queries.shape[1]}), got {documents.shape[1]} "
-            f"(queries {queries.shape}, documents {documents.shape})"
-        )
-    return queries, documents
 
 
 def _as_positives(positives, grades, n_queries: int) -> Positives:

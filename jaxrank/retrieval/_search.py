@@ -69,15 +69,7 @@ def _default_block(num_queries: int, k: int, platform: str = "cpu") -> int:
 
 
 def _check_search_args(queries, corpus, k, block_size, recall_target):
-    for name, x, shape in (("queries", queries, "[Q, d]"), ("corpus", corpus, "[N, d]")):
-        if x.ndim != 2:
-            raise ValueError(f"{name} must have shape {shape}, got {x.shape}")
-        if not jnp.issubdtype(x.dtype, jnp.floating):
-            raise ValueError(f"{name} must be floating point, got {x.dtype}")
-    if queries.shape[1] != corpus.shape[1]:
-        raise ValueError(
-            f"queries and corpus must share the embedding size d, got {queries.shape[1]} and {corpus.shape[1]}"
-        )
+    _checks.embeddings(queries, corpus, "corpus")
     _checks.positive_int(k, "k")
     if block_size is not None:
         _checks.positive_int(block_size, "block_size")
