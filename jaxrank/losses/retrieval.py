@@ -70,8 +70,8 @@ def retrieval_loss(
       where: ``bool[M]`` or ``bool[Q, M]``, the candidates of each list (a corpus's
         padding, or a query's known false negatives).
       block: queries scored at once (default: as many as keep a block's scores near
-        :func:`jaxrank.ranking.backend.scores_per_block`, 2^20 on CPU, 2^24 elsewhere); must
-        divide ``Q``.
+        :func:`jaxrank.ranking.backend.scores_per_block`, 2^20 on CPU, 2^24 elsewhere, and at
+        least 32, since each block reads every document); must divide ``Q``.
       axis_name: the ``shard_map`` axis the documents are sharded over; each device scores
         its own block and only per-query sums and the top ``k`` cross devices. The result
         equals one device's.
@@ -138,7 +138,8 @@ def _as_positives(positives, grades, n_queries: int) -> Positives:
 
 def _block(block: Optional[int], n_queries: int, local: int) -> int:
     if block is None:
-        target = max(1, scores_per_block() // max(local, 1))
+        # at least 32 queries: each block reads every document once
+        target = max(32, scores_per_block() // max(local, 1))
         return max(b for b in range(1, min(target, n_queries) + 1) if n_queries % b == 0)
     block = _checks.positive_int(block, "block")
     if n_queries % block:
