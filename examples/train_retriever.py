@@ -38,7 +38,7 @@ and the number of relevant documents from the qrels, retrieved or not;
 Usage::
 
     python examples/train_retriever.py               # 300 steps, about 20 s on 2 cores
-    python examples/train_retriever.py --quick       # 60 steps (the test's run)
+    python examples/train_retriever.py --quick       # 120 steps (the test's run)
     python examples/train_retriever.py --steps 800 --dim 128 --seed 1
 """
 
@@ -85,11 +85,14 @@ class Cranfield:
       queries: the text of query ``i`` in ``cran.qry``'s order; its id is ``str(i + 1)``,
         the ordinal that ``cranqrel`` uses (not the ``.I`` number of ``cran.qry``).
       qrels: ``{query id: {docno: gain}}``, gain ``5 - code`` for codes 1-4, 0 for -1.
+      numbers: the ``.I`` number of each query in ``cran.qry`` (001..365, with gaps), kept
+        for reference only.
     """
 
     docs: list[str]
     queries: list[str]
     qrels: dict[str, dict[str, int]]
+    numbers: list[str]
 
 
 def _records(path: Path) -> list[dict[str, str]]:
@@ -125,8 +128,8 @@ def load_cranfield(data_dir: Path = DEFAULT_DATA) -> Cranfield:
 
     ``cran.qry`` numbers its 225 queries 001..365 with gaps, but ``cranqrel`` numbers them
     1..225 by their position in the file (the collection's well-known quirk; on the
-    ``.I`` numbers the relevant documents share a third of the words they share on the
-    positions, docs/retrieval_loss.md). Queries are therefore named by position.
+    ``.I`` numbers, a query's relevant documents share a few times fewer words with it:
+    tests/test_train_retriever.py). Queries are therefore named by position.
     """
     data_dir = Path(data_dir)
     docs = _records(data_dir / "cran.all.1400.gz")
@@ -141,7 +144,9 @@ def load_cranfield(data_dir: Path = DEFAULT_DATA) -> Cranfield:
                 qrels.setdefault(qid, {})[docno] = gain(int(code))
     if sorted(qrels, key=int) != [str(i + 1) for i in range(len(queries))]:
         raise ValueError(f"{data_dir}: cranqrel does not number the {len(queries)} queries 1..{len(queries)}")
-    return Cranfield([d.get("W", "") for d in docs], [q.get("W", "") for q in queries], qrels)
+    return Cranfield(
+        [d.get("W", "") for d in docs], [q.get("W", "") for q in queries], qrels, [q["I"] for q in queries]
+    )
 
 
 def split_queries(n: int, sizes: Sequence[int] = SPLIT, seed: int = SPLIT_SEED) -> tuple[np.ndarray, ...]:
@@ -236,13 +241,16 @@ def encode(model: Encoder, ids: np.ndarray, chunk: int = 256) -> jax.Array:
 class Batch:
     """One step's lists: ``queries[B, Lq]`` and ``docs[M, Ld]`` (token ids; padding rows are
     0), ``positives[B, R]`` (indices into the M documents, -1 pads), ``gains[B, R]``,
-    ``doc_where[M]`` (the real documents)."""
+    ``doc_where[M]`` (the real documents); which they are: ``query_rows[B]`` (rows of the
+    trainer's queries), ``doc_rows[M]`` (corpus rows, -1 pads)."""
 
     queries: np.ndarray
     docs: np.ndarray
     positives: np.ndarray
     gains: np.ndarray
     doc_where: np.ndarray
+    query_rows: np.ndarray
+    doc_rows: np.ndarray
 
 
 #: ``loss(query_embeddings[B, d], doc_embeddings[M, d], positives[B, R], gains[B, R],
@@ -293,17 +301,17 @@ class Trainer:
         a positive of each."""
         chosen = rng.choice(len(self.queries), self.batch, replace=False)
         docs = np.unique(np.concatenate([self.pos[i][0] for i in chosen] + [self.hard[chosen].ravel()]))
-        rows = np.zeros(self.capacity, np.int64)
+        rows = np.full(self.capacity, -1, np.int64)
         rows[: docs.size] = docs
-        doc_where = np.arange(self.capacity) < docs.size
+        doc_where = rows >= 0
         positives = np.full((self.batch, self.width), -1, np.int32)
         gains = np.zeros((self.batch, self.width), np.int32)
         for b, i in enumerate(chosen):
             ids, g = self.pos[i]
             positives[b, : ids.size] = np.searchsorted(docs, ids)
             gains[b, : ids.size] = g
-        doc_tokens = np.where(doc_where[:, None], self.doc_ids[rows], 0)
-        return Batch(self.query_ids[chosen], doc_tokens, positives, gains, doc_where)
+        doc_tokens = np.where(doc_where[:, None], self.doc_ids[np.maximum(rows, 0)], 0)
+        return Batch(self.query_ids[chosen], doc_tokens, positives, gains, doc_where, chosen, rows)
 
 
 @nnx.jit(static_argnames="loss_fn")
@@ -436,10 +444,10 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     p.add_argument("--doc-length", type=int, default=256, help="hashed features kept per document")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data", default=str(DEFAULT_DATA), help="folder with cran.all.1400.gz, cran.qry.gz, cranqrel.gz")
-    p.add_argument("--quick", action="store_true", help="60 steps (the test's run)")
+    p.add_argument("--quick", action="store_true", help="120 steps (the test's run)")
     args = p.parse_args(argv)
     if args.quick:
-        args.steps, args.refresh = 60, 20
+        args.steps, args.refresh = 120, 40
     sizes = (args.steps, args.batch, args.negatives, args.refresh, args.dim, args.doc_length)
     if min(sizes) < 1 or not 4 <= args.bits <= 24:
         p.error("--steps, --batch, --negatives, --refresh, --dim, --doc-length must be positive; --bits in 4..24")
