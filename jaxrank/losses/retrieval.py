@@ -63,8 +63,8 @@ def retrieval_loss(
         others, as in InfoNCE. A repeated index within a query counts once.
       grades: ``[Q, r]`` their labels (default 1).
       metric: a metric of :mod:`jaxrank.metrics` (default nDCG).
-      ranker: a smooth ranker (default ``softsort(0.05)``, chosen on validation queries,
-        docs/retrieval_loss.md). ``softsort`` with a cutoff and ``approx`` without one
+      ranker: a smooth ranker (default ``softsort(0.2)``, chosen on Cranfield's validation
+        queries, docs/retrieval_loss.md). ``softsort`` with a cutoff and ``approx`` without one
         rank the relevant candidates alone (O(Q M depth) / O(Q M r)); any other ranker gets
         each block's dense lists.
       k: the metric's cutoff (default 10; None: the whole list).
