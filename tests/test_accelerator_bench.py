@@ -7,8 +7,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-ROW_KINDS = ("check:", "core:", "soft:", "trec:", "search:", "sharding:", "compare:")
-CHECKS = 5
+ROW_KINDS = ("check:", "core:", "soft:", "retrieval:", "trec:", "search:", "sharding:", "compare:")
+CHECKS = 6
 
 
 def test_quick_run_writes_the_whole_table(tmp_path):

@@ -61,6 +61,8 @@ __all__ = ["UndefinedMetricWarning", "average_precision_score", "dcg_score", "nd
 
 Score = Union[float, np.ndarray]
 
+Array = jax.Array  # a public name of this module before (tests/test_layout.py)
+
 _EXPECTED = hard("expected")  # tie groups: scikit-learn's thresholds, DCG's tie averaging
 _STABLE = hard("stable")
 
