@@ -102,7 +102,10 @@ def retrieval_loss(
             raise ValueError(
                 f"where must have shape [M] = ({local},) or [Q, M] = ({n_queries}, {local}), got {where.shape}"
             )
-        where = jnp.broadcast_to(where.astype(bool), (n_queries, local))
+        where = where.astype(bool)
+    # a mask shared by every query stays [M] (broadcast in each block, not [Q, M] up front)
+    shared = where if where is not None and where.ndim == 1 else None
+    per_query = where if where is not None and where.ndim == 2 else None
     if axis_name is None:
         _checks.indices_within(pos.indices, local, "positives")
     block = _block(block, n_queries, local)
@@ -112,13 +115,14 @@ def retrieval_loss(
     def per_block(inputs):
         q, idx, g, w = inputs
         scores = jnp.matmul(q, documents.T, preferred_element_type=jnp.float32)
+        w = shared if w is None else w
         given = dict(kwargs) if w is None else dict(kwargs, where=w)
         return 1 - evaluate(metric, scores, Positives(idx, g), given, axis_name)
 
     def blocks(x):
         return None if x is None else x.reshape((n_queries // block, block) + x.shape[1:])
 
-    out = lax.map(per_block, (blocks(queries), blocks(pos.indices), blocks(pos.grades), blocks(where)))
+    out = lax.map(per_block, (blocks(queries), blocks(pos.indices), blocks(pos.grades), blocks(per_query)))
     return out.reshape(n_queries)
 
 
