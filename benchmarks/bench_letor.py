@@ -173,6 +173,7 @@ ROWS: dict[str, Row] = {
     "softrank": Row("jaxrank `metric_loss(..., ranker=softrank())`", _metric(jaxrank.softrank())),
     "neuralsort": Row("jaxrank `metric_loss(..., ranker=neuralsort())`", _metric(jaxrank.neuralsort())),
     "softsort": Row("jaxrank `metric_loss(..., ranker=softsort())`", _metric(jaxrank.softsort())),
+    "laplace": Row("jaxrank `metric_loss(..., ranker=laplace())`", _metric(jaxrank.laplace())),
     "softmax_cross_entropy": Row("jaxrank `softmax_cross_entropy`", _jaxrank("softmax_cross_entropy")),
     "listmle": Row("jaxrank `listmle`", _jaxrank("listmle")),
     "lambda_loss": Row("jaxrank `lambda_loss`", _jaxrank("lambda_loss")),

@@ -37,6 +37,7 @@ RANKERS = {
     "softrank(1.0, 'kl')": "jaxrank.softrank(1.0, 'kl')",
     "neuralsort(1.0)": "jaxrank.neuralsort(1.0)",
     "softsort(1.0)": "jaxrank.softsort(1.0)",
+    "laplace()": "jaxrank.laplace()",
     "gumbel(softrank(1.0), 8)": "jaxrank.gumbel(jaxrank.softrank(1.0), samples=8)",
 }
 # Rankers holding [B, n, n] float32 arrays, and how many are live at the peak of

@@ -1,7 +1,8 @@
 """Input validation shared by metrics, rankers, losses, comparison and fusion.
 
 Every check runs on static information (shapes, dtypes, Python numbers) before
-any tracing, and raises a ``ValueError`` that names the argument.
+any tracing, and raises a ``ValueError`` that names the argument; a check of traced
+values (:func:`indices_within` under ``jit``) is a ``checkify.debug_check``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any, Optional, Union
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.experimental import checkify
 
 Cutoff = Union[None, int, Sequence[int]]
 
@@ -93,9 +95,19 @@ def embeddings(queries, other, other_name: str, other_rows: str = "N") -> tuple[
 
 
 def indices_within(indices, n: int, name: str) -> None:
-    """Refuse (when the values are known, outside ``jit``) an index past a list of ``n``
-    items or below -1 (the padding)."""
-    if isinstance(indices, jax.core.Tracer) or indices.size == 0:
+    """Refuse an index past a list of ``n`` items or below -1 (the padding): at once when the
+    values are known (outside ``jit``); under ``jit``, through :func:`jax.experimental.checkify.checkify`
+    when the caller asks for it (a ``debug_check``: dropped, at no cost, otherwise)."""
+    if indices.size == 0:
+        return
+    if isinstance(indices, jax.core.Tracer):
+        outside = (indices >= n) | (indices < -1)
+        bad = jnp.where(jnp.any(indices >= n), jnp.max(indices), jnp.min(indices))
+        checkify.debug_check(
+            ~jnp.any(outside),
+            f"{name}: index {{}} is outside the list of {n} items (valid: 0..{n - 1}, and -1 pads)",
+            bad,
+        )
         return
     values = np.asarray(indices)  # numpy: under a trace, jnp would stage the reduction
     low, high = int(values.min()), int(values.max())

@@ -178,3 +178,10 @@ def test_the_top_level_holds_the_face_the_cli_private_helpers_packages_and_faces
             assert entry.name in FACES, f"{entry.name}: a loose module at the top level"
             body = [s for s in ast.parse(entry.read_text()).body if not isinstance(s, (ast.Expr, ast.ImportFrom))]
             assert all(isinstance(s, ast.Assign) and s.targets[0].id == "__all__" for s in body), entry.name
+
+
+def test_every_platform_switch_lives_in_the_backend_module():
+    # DESIGN.md: a path chosen per platform is confined to ranking/backend.py and tested there
+    # on 8 host devices; elsewhere code asks the backend for it by name
+    switching = [p.relative_to(ROOT).as_posix() for p in MODULES.values() if "platform_dependent" in p.read_text()]
+    assert switching == ["jaxrank/ranking/backend.py"]

@@ -306,3 +306,18 @@ def test_the_docs_recipe_runs_at_realistic_size():
         assert np.all(np.isfinite(np.asarray(g))) and float(jnp.max(jnp.abs(g))) > 0
     hard = np.asarray(env["hard"])
     assert hard.shape == (n_queries,) and 0 < hard.mean() <= 1
+
+
+def test_a_positive_index_past_the_list_under_jit_is_reported_through_checkify():
+    from jax.experimental import checkify
+
+    q = jnp.ones((64, 8))
+    d = jnp.ones((100, 8))
+    loss = jax.jit(lambda p: losses.retrieval_loss(q, d, p).mean())
+    err, _ = checkify.checkify(loss)(jnp.full((64, 1), 500))
+    with pytest.raises(checkify.JaxRuntimeError, match="positives: index 500 is outside the list of 100 items"):
+        err.throw()
+    err, _ = checkify.checkify(loss)(jnp.full((64, 1), 99))
+    assert err.get() is None
+    with pytest.raises(ValueError, match="positives: index 500 is outside"):  # outside jit: at once
+        losses.retrieval_loss(q, d, jnp.full((64, 1), 500))

@@ -8,10 +8,11 @@ import jax
 
 from jaxrank import metrics
 from jaxrank.ranking import Ranks
-from jaxrank.ranking.permutation import softsort
+from jaxrank.ranking.laplace import laplace
 
-# Chosen on validation queries only (docs/training.md, "The default ranker").
-_DEFAULT_RANKER = softsort()
+# The one smooth ranker that keeps the three laws (monotone, faithful, reach) at every score
+# scale and list length (docs/soft.md, "The three laws"); LTR quality: docs/training.md.
+_DEFAULT_RANKER = laplace()
 
 
 # Metric losses ------------------------------------------------------------------------
@@ -23,9 +24,10 @@ def metric_loss(
     .. math:: \\ell(s, y) = 1 - M_{\\text{ranker}}(s, y)
 
     ``metric`` is any metric of :mod:`jaxrank.metrics` (or a callable with its
-    signature); ``ranker`` a smooth ranker (default ``jaxrank.softsort()``: O(n) time and
-    memory per list; first of the differentiable losses measured on one data set and level
-    with the first on the other, docs/training.md);
+    signature); ``ranker`` a smooth ranker (default ``jaxrank.laplace()``: O(n log n) per
+    list, a temperature set by each list's top scores, so the loss is monotone in every
+    relevant item's score, faithful to the metric and reaches items past a cutoff at every
+    score scale and list length, docs/soft.md);
     ``metric_kwargs`` go to the metric (``k``, ``gain``, ``rel``, ...). A ranker (or
     precomputed :class:`jaxrank.ranking.Ranks`) that is not smooth, such as
     ``jaxrank.hard()``, is refused: its metric has no gradient in the scores, and the
@@ -62,17 +64,18 @@ def _smooth_ranker(ranker) -> None:
     raise ValueError(
         f"metric_loss needs a smooth ranker, got {given}, whose ranks have no gradient in the scores "
         "(the loss's gradient would be 0 everywhere): use jaxrank.approx(), jaxrank.softrank(), "
-        "jaxrank.neuralsort(), jaxrank.softsort(), or jaxrank.gumbel() around one of them; "
+        "jaxrank.laplace(), jaxrank.neuralsort(), jaxrank.softsort(), or jaxrank.gumbel() around one of them; "
         "exact ranks are for evaluation (jaxrank.ndcg(scores, labels), ...)"
     )
 
 
 def ndcg_loss(scores, labels, *, k=None, where=None, ranker=_DEFAULT_RANKER, **metric_kwargs) -> jax.Array:
     """Smooth nDCG loss: ``1 - ndcg(scores, labels, k=k, ranker=ranker)``. With the default
-    ``softsort()`` the gains are soft-sorted (:math:`P` SoftSort's relaxed permutation) and
-    discounted at the integer positions:
+    ``laplace()`` each item's gain is discounted at its smooth rank :math:`r_i`
+    (:func:`jaxrank.laplace`), and the cutoff is a soft step with a floor :math:`\\rho`:
 
-    .. math:: \\ell = 1 - \\frac{1}{IDCG@k} \\sum_{p \\le k} \\frac{(P\\,G(y))_p}{\\log_2(1 + p)}
+    .. math:: \\ell = 1 - \\frac{1}{IDCG_\\rho@k} \\sum_i \\frac{G(y_i)\\,c(r_i)}{\\log_2(1 + r_i)},
+        \\qquad c(r) = \\rho + (1 - \\rho)\\,\\sigma\\big((k + \\tfrac12 - r)/\\tau\\big)
 
     with ``ranker=jaxrank.approx()`` it is ApproxNDCG (Qin et al. 2010). A list without positive labels has
     loss 1 and zero gradient.

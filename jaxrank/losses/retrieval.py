@@ -21,13 +21,13 @@ from jaxrank import _checks, metrics
 from jaxrank.losses._metric import _smooth_ranker
 from jaxrank.metrics.positives import evaluate
 from jaxrank.ranking.backend import scores_per_block
-from jaxrank.ranking.permutation import softsort
+from jaxrank.ranking.laplace import laplace
 from jaxrank.ranking.positives import Positives
 from jaxrank.ranking.positives import positives as _positives
 
-# Chosen on validation queries only (docs/retrieval_loss.md, "The default"): on Cranfield's
-# validation queries softsort(0.2) beat 0.05, 0.1, 0.5 and 1.0 (benchmarks/bench_retriever.py).
-_DEFAULT_RANKER = softsort(0.2)
+# metric_loss's: the three laws at every score scale and list length (docs/soft.md); a
+# dual encoder's cosines and its cosines over a temperature give the same loss.
+_DEFAULT_RANKER = laplace()
 #: A block of queries holds at most about this many scores (queries x documents) at once.
 SCORES_PER_BLOCK = 1 << 20
 
@@ -63,10 +63,11 @@ def retrieval_loss(
         others, as in InfoNCE. A repeated index within a query counts once.
       grades: ``[Q, r]`` their labels (default 1).
       metric: a metric of :mod:`jaxrank.metrics` (default nDCG).
-      ranker: a smooth ranker (default ``softsort(0.2)``, chosen on Cranfield's validation
-        queries, docs/retrieval_loss.md). ``softsort`` with a cutoff and ``approx`` without one
-        rank the relevant candidates alone (O(Q M depth) / O(Q M r)); any other ranker gets
-        each block's dense lists.
+      ranker: a smooth ranker (default ``laplace()``, whose temperature follows each list's
+        top scores: cosines and cosines over a temperature give the same loss,
+        docs/soft.md). ``laplace`` (O(Q M r)), ``softsort`` with a cutoff and ``approx``
+        without one rank the relevant candidates alone (O(Q M depth) / O(Q M r)); any other
+        ranker gets each block's dense lists.
       k: the metric's cutoff (default 10; None: the whole list).
       where: ``bool[M]`` or ``bool[Q, M]``, the candidates of each list (a corpus's
         padding, or a query's known false negatives).
@@ -86,10 +87,12 @@ def retrieval_loss(
       >>> from jaxrank import losses
       >>> q = 3 * jnp.eye(4, 8)
       >>> d = jnp.concatenate([q, -q])  # query i scores 9 with document i, 0 or -9 with the others
-      >>> [round(abs(float(v)), 4) for v in losses.retrieval_loss(q, d, jnp.arange(4)[:, None])]
-      [0.0, 0.0, 0.0, 0.0]
+      >>> [round(float(v), 4) for v in losses.retrieval_loss(q, d, jnp.arange(4)[:, None])]  # first
+      [0.002, 0.002, 0.002, 0.002]
       >>> [round(float(v), 4) for v in losses.retrieval_loss(q, d, [[1], [0], [3], [2]])]  # tied with five others, second
-      [0.5603, 0.5603, 0.5603, 0.5603]
+      [0.5934, 0.5934, 0.5934, 0.5934]
+      >>> [round(float(v), 4) for v in losses.retrieval_loss(10 * q, d, [[1], [0], [3], [2]])]  # any scale: the same
+      [0.5934, 0.5934, 0.5934, 0.5934]
     """
     queries, documents = _checks.embeddings(queries, documents, "documents", "M")
     n_queries, local = queries.shape[0], documents.shape[0]

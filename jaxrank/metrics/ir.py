@@ -367,10 +367,14 @@ def ndcg(
     ideal_labels, ideal_valid = (p.labels, valid) if p.judgments is None else (p.judgments, p.jvalid)
     if ideal_ranks is not None and not isinstance(ideal_ranks, HardRanks):
         raise ValueError(f"ideal_ranks must be exact ranks (HardRanks), got {type(ideal_ranks).__name__}")
+    # A soft cutoff with a floor past k (jaxrank.laplace's reach) counts the items past k in
+    # the DCG; the ideal ranking is scored by the same cutoff, so the ratio keeps its range.
+    reach = float(getattr(ranker, "reach", 0.0)) if p.ks is not None else 0.0
+    ks = p.ks if not reach else p.ks + (ideal_labels.shape[-1],)
 
     def ranked(y=ideal_labels):  # [..., C]
         by = hard("stable") if ideal_ranks is None else ideal_ranks
-        cut = None if p.ks is None else list(p.ks)
+        cut = None if ks is None else list(ks)
         ideal = dcg(y, y, k=cut, where=ideal_valid, ranker=by, gain=gain, discount=discount)
         return ideal[..., None] if cut is None else ideal
 
@@ -382,9 +386,11 @@ def ndcg(
         # the ranking path converts the labels to floats itself (as _c.inputs does), inside
         # its branch: no float copy of the labels is kept alive beside the counting one
         in_branch = lambda: ranked(jnp.where(every, grades.astype(ideal_labels.dtype), 0))  # noqa: E731
-        ideal = ideal_dcg(grades, every, p.ks, _c.gain_fn(gain), _c.discount_fn(discount), in_branch)
+        ideal = ideal_dcg(grades, every, ks, _c.gain_fn(gain), _c.discount_fn(discount), in_branch)
     else:
         ideal = ranked()
+    if reach:
+        ideal = (1 - reach) * ideal[..., :-1] + reach * ideal[..., -1:]
     ideal = p.finish(ideal)
     return jnp.where(ideal > 0, actual / jnp.where(ideal > 0, ideal, 1), 0.0)
 

@@ -6,7 +6,8 @@
   (tie-group algebra in :mod:`jaxrank.ranking._ties`).
 * Smooth rankers, same contract (overview in :mod:`jaxrank.ranking.smooth`):
   :mod:`~jaxrank.ranking.pairwise` (:func:`approx`), :mod:`~jaxrank.ranking.projection`
-  (:func:`softrank`), :mod:`~jaxrank.ranking.permutation` (:func:`neuralsort`,
+  (:func:`softrank`), :mod:`~jaxrank.ranking.laplace` (:func:`laplace`, the losses'
+  default), :mod:`~jaxrank.ranking.permutation` (:func:`neuralsort`,
   :func:`softsort`), :mod:`~jaxrank.ranking.sampling` (:func:`gumbel`).
 * :mod:`jaxrank.ranking.positives`: :func:`positives`, the relevant items of each list by
   index, as a metric's labels; the rankers' ``at_positives`` rank them alone.
@@ -18,6 +19,7 @@
 
 from jaxrank.ranking.given import GivenRanker, GivenRanks, given
 from jaxrank.ranking.hard import HardRanker, HardRanks, hard
+from jaxrank.ranking.laplace import LaplaceRanker, LaplaceRanks, laplace
 from jaxrank.ranking.pairwise import ApproxRanker, ApproxRanks, PointRanks, approx, pairwise_ranks
 from jaxrank.ranking.permutation import NeuralSortRanker, PermutationRanks, SoftSortRanker, neuralsort, softsort
 from jaxrank.ranking.positives import Positives, positives
@@ -36,6 +38,8 @@ __all__ = [
     "GumbelRanks",
     "HardRanker",
     "HardRanks",
+    "LaplaceRanker",
+    "LaplaceRanks",
     "NeuralSortRanker",
     "PermutationRanks",
     "PointRanks",
@@ -52,6 +56,7 @@ __all__ = [
     "given",
     "gumbel",
     "hard",
+    "laplace",
     "neuralsort",
     "pairwise_ranks",
     "positives",

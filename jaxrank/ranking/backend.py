@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+from collections.abc import Callable
 from typing import Optional
 
 import jax
@@ -217,6 +218,13 @@ def argsort_descending(key: jax.Array, bounds: bool = False):
         cpu=lambda k: _cpu_argsort(k, bounds),
         default=lambda k: _device_argsort(k, bounds),
     )
+
+
+def cpu_or_elsewhere(*args: jax.Array, cpu: Callable, elsewhere: Callable) -> tuple:
+    """``cpu(*args)`` on the CPU backend, ``elsewhere(*args)`` on any other, chosen when the
+    program is lowered (``lax.platform_dependent``: valid under ``vmap``, ``grad``,
+    ``shard_map`` and sharded ``jit``). Both return tuples of the same structure."""
+    return lax.platform_dependent(*args, cpu=lambda *a: tuple(cpu(*a)), default=lambda *a: tuple(elsewhere(*a)))
 
 
 def inverse_permutation(order: jax.Array) -> jax.Array:

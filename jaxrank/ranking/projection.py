@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxrank.ranking.backend import argsort_descending, inverse_permutation, sort_key, vary_like
+from jaxrank.ranking.backend import argsort_descending, cpu_or_elsewhere, inverse_permutation, sort_key, vary_like
 from jaxrank.ranking.pairwise import PointRanks
 from jaxrank.ranking.smooth import _check_units, _inputs, _optional_positive, _positive
 
@@ -154,9 +154,7 @@ def _blocks(s: jax.Array, m: jax.Array, kl: bool):
     batch, n = s.shape
     if batch * n * n > MINMAX_ENTRIES:
         return _pav(s, m, kl)
-    return lax.platform_dependent(
-        s, m, cpu=lambda s, m: tuple(_pav(s, m, kl)), default=lambda s, m: tuple(_minmax(s, m, kl))
-    )
+    return cpu_or_elsewhere(s, m, cpu=lambda s, m: _pav(s, m, kl), elsewhere=lambda s, m: _minmax(s, m, kl))
 
 
 def _project_sorted_impl(s: jax.Array, m: jax.Array, kl: bool):
