@@ -659,7 +659,10 @@ def describe(ds: Dataset) -> str:
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", choices=("mq2008", "lambdarank", "both"), default="both")
-    p.add_argument("--losses", nargs="+", default=list(ROWS), help="rows, from: " + " ".join(ROWS))
+    p.add_argument("--losses", nargs="+", help="rows (default: all), from: " + " ".join(ROWS))
+    p.add_argument(
+        "--rankers", nargs="+", metavar="EXPR", help="more rows: metric_loss with ranker=EXPR, e.g. 'jaxrank.laplace(0.25)'"
+    )
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--steps", type=int, default=400)
     p.add_argument("--eval-every", type=int, default=10)
@@ -674,6 +677,11 @@ def main(argv=None) -> dict:
     args = p.parse_args(argv)
     if args.from_json:
         return reprint(args)
+    if args.losses is None:  # every row, unless only rankers were given
+        args.losses = [] if args.rankers else list(ROWS)
+    for expr in args.rankers or ():  # rows of metric_loss with a ranker given on the command line
+        ROWS[expr] = Row(f"jaxrank `metric_loss(..., ranker={expr})`", _metric(eval(expr, {"jaxrank": jaxrank})))
+        args.losses.append(expr)
     unknown = [k for k in args.losses if k not in ROWS]
     if unknown:
         p.error(f"unknown rows {unknown}; choose from {' '.join(ROWS)}")

@@ -15,14 +15,12 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from jaxrank import _checks
 from jaxrank.ranking.backend import argsort_descending, cumsum, linear_recurrence, sort_key
 from jaxrank.ranking.pairwise import PointRanks
 from jaxrank.ranking.positives import ListAxis, Positives
 from jaxrank.ranking.smooth import _inputs, _positive, _spread, soft_cutoff
 
-#: The temperature is a fraction of the mean gap between consecutive scores among a list's
-#: first ``TOP + 1`` (fewer in a shorter list).
-TOP = 10
 
 
 def _step(x: jax.Array) -> jax.Array:
@@ -34,11 +32,11 @@ def _step(x: jax.Array) -> jax.Array:
     return jnp.where(x >= 0, 1 - half, half)
 
 
-def _top_gap(top: jax.Array, m: jax.Array, spread: jax.Array) -> jax.Array:
-    """The mean gap between consecutive scores among the first ``min(m, TOP + 1)`` of the
-    descending ``top[..., >= TOP + 1 or m]``; the list's ``spread`` where that is 0 (a tied
+def _top_gap(top: jax.Array, m: jax.Array, spread: jax.Array, depth: int) -> jax.Array:
+    """The mean gap between consecutive scores among the first ``min(m, depth + 1)`` of the
+    descending ``top[..., >= depth + 1 or m]``; the list's ``spread`` where that is 0 (a tied
     top, or fewer than two items). ``[..., 1]``."""
-    last = jnp.clip(jnp.minimum(m, TOP + 1) - 1, 0, top.shape[-1] - 1)
+    last = jnp.clip(jnp.minimum(m, depth + 1) - 1, 0, top.shape[-1] - 1)
     gap = (top[..., :1] - jnp.take_along_axis(top, last, axis=-1)) / jnp.maximum(last, 1).astype(top.dtype)
     return jnp.where(gap > 0, gap, spread)
 
@@ -126,11 +124,13 @@ class LaplaceRanker:
     temperature: float = 0.5
     cutoff_temperature: float = 0.5
     reach: float = 0.2
+    top: int = 10
 
     smooth = True
 
     def __post_init__(self):
         object.__setattr__(self, "temperature", _positive(self.temperature, "temperature"))
+        object.__setattr__(self, "top", _checks.positive_int(self.top, "top"))
         object.__setattr__(self, "cutoff_temperature", _positive(self.cutoff_temperature, "cutoff_temperature"))
         reach = float(self.reach)
         if not 0 <= reach < 1:
@@ -144,7 +144,7 @@ class LaplaceRanker:
         m = jnp.sum(valid, axis=-1, keepdims=True)
         order = argsort_descending(sort_key(lax.stop_gradient(x), valid))
         top = jnp.where(jnp.arange(n) < m, jnp.take_along_axis(lax.stop_gradient(x), order, axis=-1), 0)
-        scale = self.temperature * _top_gap(top, m, lax.stop_gradient(_spread(x, valid)))
+        scale = self.temperature * _top_gap(top, m, lax.stop_gradient(_spread(x, valid)), self.top)
         ranks = _ranks_in_order(x, order, valid, valid, scale)
         return LaplaceRanks(ranks, valid, x, order, scale, self.cutoff_temperature, self.reach)
 
@@ -153,16 +153,15 @@ class LaplaceRanker:
     ) -> LaplaceRanks:
         """:class:`LaplaceRanks` of the relevant items of ``positives`` alone, each rank a sum
         over the whole list ``scores[..., n]`` (sharded over ``axis_name`` when given): a
-        top-``TOP + 1`` for the temperature and ``n * r`` exponentials, as a softmax over
+        top-``(top + 1)`` for the temperature and ``n * r`` exponentials, as a softmax over
         ``r`` positives costs; AP's and RR's counts of relevant items above one another
         take the ``r^2`` pairs of relevant items."""
         del depth
         axis = ListAxis(axis_name, scores.shape[-1])
         x, valid = _inputs(scores, where, list_axis=axis)
         m = axis.sum(jnp.sum(valid, axis=-1, keepdims=True))
-        depth = min(TOP + 1, axis.size)
-        _, _, top = axis.top(lax.stop_gradient(x), valid, depth)
-        scale = self.temperature * _top_gap(top, m, lax.stop_gradient(_spread(x, valid, axis)))
+        _, _, top = axis.top(lax.stop_gradient(x), valid, min(self.top + 1, axis.size))
+        scale = self.temperature * _top_gap(top, m, lax.stop_gradient(_spread(x, valid, axis)), self.top)
         at = axis.at(x, positives.indices)
         named = positives.valid & (axis.at(valid.astype(jnp.int32), positives.indices) > 0)
         keep = valid[..., None, :] & (positives.indices[..., :, None] != axis.offset + jnp.arange(x.shape[-1]))
@@ -171,14 +170,16 @@ class LaplaceRanker:
         return LaplaceRanks(ranks, named, at, None, scale, self.cutoff_temperature, self.reach)
 
 
-def laplace(temperature: float = 0.5, *, cutoff_temperature: float = 0.5, reach: float = 0.2) -> LaplaceRanker:
+def laplace(
+    temperature: float = 0.5, *, cutoff_temperature: float = 0.5, reach: float = 0.2, top: int = 10
+) -> LaplaceRanker:
     """Smooth point ranks from Laplace steps, at a temperature relative to the list's top.
 
     .. math:: r_i = 1 + \\sum_{j \\ne i,\\ j\\ \\text{valid}} F\\Big(\\frac{s_j - s_i}{T}\\Big),
         \\qquad F(x) = \\begin{cases} \\tfrac12 e^{x} & x < 0 \\\\ 1 - \\tfrac12 e^{-x} & x \\ge 0 \\end{cases}
 
     with :math:`T` = ``temperature`` times the mean gap between consecutive scores among the
-    list's first :data:`TOP` ``+ 1`` (held constant in the gradient; the list's standard
+    list's first ``top + 1`` (held constant in the gradient; the list's standard
     deviation where those are tied). :func:`approx` with the Laplace CDF in place of the
     logistic, and a temperature measured in the list's own gaps at the top, where the
     metrics look: the same relaxation for cosines (spread 0.1), logits and unbounded
@@ -198,12 +199,13 @@ def laplace(temperature: float = 0.5, *, cutoff_temperature: float = 0.5, reach:
 
     Cost: one sort and two linear recurrences per list, O(n log n) (AP, RR and ERR add the
     pairwise terms of :class:`~jaxrank.ranking.PointRanks`); with a metric's labels given as
-    :func:`jaxrank.positives`, ``n * r`` exponentials and a top-``TOP + 1``.
+    :func:`jaxrank.positives`, ``n * r`` exponentials and a top-``(top + 1)``.
 
     Args:
       temperature: :math:`T` as a fraction of the mean gap among the top scores.
       cutoff_temperature: :math:`\\tau`, the soft cutoff's width in positions.
       reach: :math:`\\rho \\in [0, 1)`, the cutoff's floor past ``k``.
+      top: how many gaps at the top of each list set the temperature.
 
     Example:
       >>> import jax.numpy as jnp, jaxrank
@@ -213,4 +215,4 @@ def laplace(temperature: float = 0.5, *, cutoff_temperature: float = 0.5, reach:
       >>> [round(float(r), 3) for r in jaxrank.laplace()(0.001 * scores).ranks]  # scale-free
       [1.077, 2.0, 2.923]
     """
-    return LaplaceRanker(temperature, cutoff_temperature, reach)
+    return LaplaceRanker(temperature, cutoff_temperature, reach, top)
