@@ -661,7 +661,10 @@ def main(argv=None) -> dict:
     p.add_argument("--data", choices=("mq2008", "lambdarank", "both"), default="both")
     p.add_argument("--losses", nargs="+", help="rows (default: all), from: " + " ".join(ROWS))
     p.add_argument(
-        "--rankers", nargs="+", metavar="EXPR", help="more rows: metric_loss with ranker=EXPR, e.g. 'jaxrank.laplace(0.25)'"
+        "--rankers",
+        nargs="+",
+        metavar="EXPR",
+        help="more rows: metric_loss with ranker=EXPR, e.g. 'jaxrank.laplace(0.25)'",
     )
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--steps", type=int, default=400)

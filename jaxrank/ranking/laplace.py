@@ -22,7 +22,6 @@ from jaxrank.ranking.positives import ListAxis, Positives
 from jaxrank.ranking.smooth import _inputs, _positive, _spread, soft_cutoff
 
 
-
 def _step(x: jax.Array) -> jax.Array:
     """The Laplace distribution's CDF, :math:`F(x) = \\tfrac12 e^{x}` for :math:`x < 0`,
     :math:`1 - \\tfrac12 e^{-x}` otherwise: a smooth step (:math:`F' = \\tfrac12 e^{-|x|}`
