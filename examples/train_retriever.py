@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import gzip
 import re
 import sys
@@ -233,8 +234,9 @@ def featurize(texts: Sequence[str], bits: int, length: int) -> np.ndarray:
 @dataclasses.dataclass(frozen=True)
 class Judged:
     """Padded qrels of some queries for :func:`jaxrank.retrieval.join`: ``ids[Q, m]``
-    (0-based document rows, ascending; -1 pads), ``gains[Q, m]``. In row order, the arrays
-    do not depend on the order in which the qrels were read."""
+    (0-based document rows, ascending; -1 pads), ``gains[Q, m]``, ``m`` the most judgments of
+    any query of the collection (one compiled evaluation for any set of its queries). In row
+    order, the arrays do not depend on the order in which the qrels were read."""
 
     ids: np.ndarray
     gains: np.ndarray
@@ -243,7 +245,7 @@ class Judged:
     def of(cls, data: Beir, queries: np.ndarray) -> Judged:
         row = {d: i for i, d in enumerate(data.doc_ids)}
         judged = [data.qrels[data.query_ids[q]] for q in queries]
-        m = max(len(r) for r in judged)
+        m = max(len(r) for r in data.qrels.values())
         ids, gains = np.full((len(judged), m), -1, np.int32), np.zeros((len(judged), m), np.int32)
         for i, r in enumerate(judged):
             rows, grades = zip(*sorted((row[d], g) for d, g in r.items()))
@@ -311,8 +313,8 @@ class Batch:
 
 
 #: ``loss(query_embeddings[B, d], doc_embeddings[M, d], positives[B, R], gains[B, R],
-#: doc_where[M]) -> scalar``.
-LossFn = Callable[[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array], jax.Array]
+#: doc_where[M], *loss_args) -> scalar``.
+LossFn = Callable[..., jax.Array]
 
 
 def retrieval_loss(q: jax.Array, d: jax.Array, positives: jax.Array, gains: jax.Array, doc_where: jax.Array):
@@ -324,8 +326,9 @@ def retrieval_loss(q: jax.Array, d: jax.Array, positives: jax.Array, gains: jax.
 class Trainer:
     """Batches of training queries with their positives and mined hard negatives.
 
-    ``capacity`` (M) bounds any batch's documents: the ``batch`` largest positive counts
-    plus ``batch * negatives``, so every step has one shape and compiles once.
+    ``capacity`` (M) bounds any batch's documents: the ``batch`` largest positive counts of
+    the collection's queries plus ``batch * negatives``, so every step has one shape and
+    compiles once, whichever queries train.
     """
 
     data: Beir
@@ -337,7 +340,8 @@ class Trainer:
 
     def __post_init__(self) -> None:
         self.pos = Judged.of(self.data, self.queries).positives()
-        counts = np.array([p.shape[1] for p in self.pos])
+        every = Judged.of(self.data, np.arange(len(self.data.query_ids)))
+        counts = (every.gains > 0).sum(1)
         self.width = int(counts.max())  # R
         self.capacity = int(np.sort(counts)[-self.batch :].sum()) + self.batch * self.negatives
         self.hard = np.zeros((len(self.queries), self.negatives), np.int64)
@@ -372,8 +376,11 @@ class Trainer:
 
 
 @nnx.jit(static_argnames="loss_fn")
-def train_step(model: Encoder, optimizer: nnx.Optimizer, batch: Batch, loss_fn: LossFn) -> jax.Array:
-    """One Adam step on ``loss_fn`` of the batch's embeddings."""
+def train_step(
+    model: Encoder, optimizer: nnx.Optimizer, batch: Batch, loss_fn: LossFn, loss_args: tuple = ()
+) -> jax.Array:
+    """One Adam step on ``loss_fn`` of the batch's embeddings; ``loss_args`` (traced: a
+    temperature) follow its five arguments, so that changing them does not recompile."""
 
     def loss(m: Encoder) -> jax.Array:
         # Queries and documents through one call: on XLA:CPU two embedding lookups of one
@@ -382,7 +389,7 @@ def train_step(model: Encoder, optimizer: nnx.Optimizer, batch: Batch, loss_fn: 
         queries = jnp.pad(batch.queries, ((0, 0), (0, length - batch.queries.shape[-1])))
         both = m(jnp.concatenate([queries, batch.docs]))
         n = batch.queries.shape[0]
-        return loss_fn(both[:n], both[n:], batch.positives, batch.gains, batch.doc_where)
+        return loss_fn(both[:n], both[n:], batch.positives, batch.gains, batch.doc_where, *loss_args)
 
     value, grads = nnx.value_and_grad(loss)(model)
     optimizer.update(model, grads)
@@ -424,6 +431,13 @@ def evaluate(
     return {name: float(v) for name, v in ACC.compute(state).items()}
 
 
+@functools.cache
+def adam(lr: float) -> optax.GradientTransformation:
+    """One optax transformation per learning rate: the optimizer holds it as a static part of
+    the compiled step, compared by identity, so a new one would compile the step again."""
+    return optax.adam(lr)
+
+
 @dataclasses.dataclass
 class Result:
     """What :func:`train` returns: the model of the best validation nDCG@10 (``best``), its
@@ -441,6 +455,7 @@ def train(
     splits: tuple[np.ndarray, np.ndarray, np.ndarray],
     *,
     loss_fn: LossFn = retrieval_loss,
+    loss_args: tuple = (),
     steps: int = 300,
     batch: int = 16,
     negatives: int = 8,
@@ -454,7 +469,8 @@ def train(
     model_type: Callable[..., nnx.Module] = Encoder,
 ) -> Result:
     """Trains a ``model_type(bits, dim, rngs=...)`` (an :class:`Encoder`) on the training
-    queries of ``splits`` that have a relevant document, with ``loss_fn``.
+    queries of ``splits`` that have a relevant document, with ``loss_fn`` (its extra
+    arguments ``loss_args``).
 
     Every ``refresh`` steps (and before the first), the corpus is encoded once: the
     validation queries are evaluated on it and the hard negatives mined from it. The model
@@ -464,11 +480,13 @@ def train(
     start = time.perf_counter()
     train_q, valid_q, _ = splits
     train_q = train_q[(Judged.of(data, train_q).gains > 0).any(1)]
+    if len(train_q) < batch:
+        raise ValueError(f"{len(train_q)} training queries with a relevant document: fewer than a batch of {batch}")
     query_tokens, doc_tokens = tokens if tokens is not None else featurize_all(data, bits, doc_length)
     trainer = Trainer(data, train_q, query_tokens[train_q], doc_tokens, batch, negatives)
     valid = Judged.of(data, valid_q)
     model = model_type(bits, dim, rngs=nnx.Rngs(seed))
-    optimizer = nnx.Optimizer(model, optax.adam(lr), wrt=nnx.Param)
+    optimizer = nnx.Optimizer(model, adam(lr), wrt=nnx.Param)
     rng = np.random.default_rng(seed)
     history: list[tuple[int, float]] = []
     losses: list[float] = []
@@ -483,7 +501,7 @@ def train(
             if step == steps:
                 break
             trainer.mine(model, corpus)
-        losses.append(float(train_step(model, optimizer, trainer.sample(rng), loss_fn)))
+        losses.append(float(train_step(model, optimizer, trainer.sample(rng), loss_fn, loss_args)))
     return Result(best, best_step, history, losses, time.perf_counter() - start)
 
 
