@@ -1,47 +1,67 @@
 #!/usr/bin/env python
-"""Does the retrieval loss train a dense retriever better than InfoNCE? Cranfield, one encoder.
+"""Does the retrieval loss train a better dense retriever than InfoNCE? Public collections, two encoders.
 
-The encoder, data and training loop are ``examples/train_retriever.py``'s: a Siamese dual
-encoder of hashed word and bigram embeddings (``2^16`` buckets, 64 dimensions), mean-pooled,
-projected, L2-normalised, trained from scratch with Adam (lr 1e-2), 16 training queries a
-step, each step's documents the union of those queries' positives and 8 hard negatives per
-query (the current model's top documents that are not relevant to it, from
-``jaxrank.retrieval.search`` over the corpus, refreshed every 25 steps), 300 steps. Every
-25 steps the validation queries are searched and the model of the best validation nDCG@10
-is kept: the step is chosen on validation queries, per run. Only the loss changes between
-rows (the same batches, negatives schedule, initialisation and budget):
+Collections: folders in BEIR's layout (``--data DIR [DIR ...]``, read by
+``jaxrank.datasets.read_beir``; ``benchmarks/beir_layout.py`` writes them from each
+collection's original files); by default Cranfield, written from ``tests/data/cranfield``
+into a temporary folder. Splits, fixed for every row:
 
-* ``infonce-T``, T in 0.05, 0.1, 0.2, 0.5: InfoNCE as its users write it: every (query,
-  relevant document) pair is an example, ``optax.softmax_cross_entropy_with_integer_labels``
-  of the scores over the temperature ``T``, the query's other relevant documents masked out
-  of its denominator (``where[Q, M]``), grades ignored; the mean over the pairs.
-* ``softsort-T``, T in 0.05, 0.1, 0.2, 0.5, 1.0: ``losses.retrieval_loss(q, D,
-  jaxrank.positives(idx, gains), ranker=jaxrank.softsort(T))`` (1 - soft nDCG@10, gains 4..1
-  from Cranfield's codes), the mean over the queries; the candidates for the default ranker
-  (the table marks the library's current one).
-* ``approx``, ``approx-0.1``: the same with ``ranker=jaxrank.approx()`` (its default
-  temperature) or ``approx(0.1)``, and ``k=None`` (nDCG over the whole list).
-* ``default-binary``: ``retrieval_loss`` with its default ranker and every positive's gain 1
-  (what the grades add).
+* a collection with ``qrels/train.tsv`` (SciFact, BEIR's split) tests on ``qrels/test.tsv``'s
+  queries; its training queries are ``train.tsv``'s, of which a fixed 40/165 validate
+  (``examples/train_retriever.py``'s ``load``: validation never holds a test query);
+* any other is cut into ``--folds`` folds of its queries (a permutation drawn from the
+  seed): run ``f`` tests on fold ``f``, validates on 40/165 of the other queries and trains
+  on the rest. Every query is a test query once per seed.
 
-Splits: the 225 queries are cut into ``--folds`` folds (fixed permutation, seed 0); run
-``f`` tests on fold ``f``, chooses its step on 40 other queries, trains on the rest, and its
-encoder starts from seed ``f`` (the same start for every row: the rows are paired on it).
-Every query is a test query exactly once, so each row has 225 test values. Choices made on
-validation queries only (the mean over the folds of the chosen step's validation nDCG@10):
-InfoNCE's temperature (the ``infonce`` baseline), the retrieval default among the softsort
-temperatures, and the best metric loss.
+Encoders (``--encoders``), both trained from scratch, one tower for queries and documents,
+over the same features (each text's words and word bigrams hashed into ``2^bits`` buckets,
+their embeddings averaged): ``linear``, ``examples/train_retriever.py``'s ``Encoder`` (an
+orthogonally initialised square projection, L2 normalisation); ``mlp``, a residual two-layer
+MLP (``x + W2 gelu(W1 x)``, W1 ``dim x 2 dim``, W2 zero at the start, L2 normalisation). The
+score is the inner product (a cosine).
 
-Test scores: each test query's top 100 documents from ``jaxrank.retrieval.search``, written
-as a run and judged by ``jaxrank.evaluate`` with trec_eval's semantics (``ndcg_cut.10``,
-``recall.100``). Each row against the InfoNCE baseline chosen on validation: the mean paired
-difference with a 95% bootstrap interval (``jaxrank.stats.bootstrap_ci``, percentile, 10,000
-resamples) and a two-sided paired randomization test (``jaxrank.stats.randomization_test``,
-10,000 assignments); Holm's correction over the metric-loss rows (``multipletests``).
+Training (``examples/train_retriever.py``'s ``train``): Adam, ``--steps`` steps of
+``--batch`` training queries; each step's documents are the union of those queries'
+relevant documents (in-batch negatives for the others) and ``--negatives`` hard negatives
+per query (the current model's top documents that are not relevant to it, from
+``jaxrank.retrieval.search`` over the corpus, mined again every ``--refresh`` steps). Every
+``--refresh`` steps the validation queries are searched and the model of the best validation
+nDCG@10 is kept. Every row has the same budget: steps, batches, initialisations (run ``f`` of
+seed ``s`` starts from seed ``100 s + f``, and draws its batches from it), the number of
+mined negatives, and a grid of ``len(GRID)`` values of its one parameter.
 
-    python benchmarks/bench_retriever.py                 # every row, 5 folds (about 11 min on 2 cores)
-    python benchmarks/bench_retriever.py --quick         # two rows, 2 folds, 40 steps: the path
-    python benchmarks/bench_retriever.py --rows infonce-0.05,softsort-0.05 --json out.json
+Rows (``--rows``; InfoNCE is always run: it is the baseline), each ``(q, D, positives,
+where, t) -> loss`` with ``t`` from its grid:
+
+* ``infonce``: ``optax.softmax_cross_entropy_with_integer_labels`` of the scores over ``t``,
+  each (query, relevant document) pair an example, the query's other relevant documents
+  left out of its denominator, grades ignored; ``t`` in :data:`TEMPERATURES`.
+* ``softmax``: softmax cross-entropy of the scores over ``t`` against every relevant
+  document at once (``optax.softmax_cross_entropy``, the target uniform over them);
+  ``t`` in :data:`TEMPERATURES`.
+* ``default``: ``losses.retrieval_loss(q / t, D, jaxrank.positives(indices, gains),
+  where=where)``, the library's default as users call it (whatever it is when the benchmark
+  runs), with the scores over ``t`` in :data:`SCALES`; ``t = 1`` is the call as documented.
+* ``NAME=EXPR``: EXPR, a Python expression over ``jaxrank``, ``losses``, ``optax``, ``jnp``,
+  ``jax``, the rankers (``softsort``, ``approx``, ...) and ``positives``, gives the loss
+  ``lambda q, d, p, w, t: ...`` (``p`` a ``jaxrank.positives``, ``w`` the ``[M]`` mask of
+  real documents; per-query losses are averaged), or a pair ``(loss, grid)``; the grid is
+  :data:`SCALES` when not given, and must have as many values as InfoNCE's.
+
+Choices, on validation queries only: each (encoder, row) takes the grid value of the best
+mean validation nDCG@10 (at each run's chosen step) over the first seed's runs; every later
+seed runs that value alone. Test: each test query's top 100 of the whole corpus
+(``jaxrank.retrieval.search``), judged by ``jaxrank.evaluate`` with trec_eval's semantics
+(``ndcg_cut.10``, ``recall.100``); a query's value is its mean over the seeds. Against
+InfoNCE, per encoder: the mean paired difference, a 95% percentile bootstrap interval
+(``jaxrank.stats.bootstrap_ci``) and a two-sided paired randomization test
+(``jaxrank.stats.randomization_test``), 10,000 resamples each, Holm's adjustment over the
+other rows (``jaxrank.stats.multipletests``) in brackets.
+
+    python benchmarks/bench_retriever.py --quick                       # Cranfield, the path: about 1-2 min
+    python benchmarks/bench_retriever.py --data /work/beir-data/scifact tests/data/cranfield --json out.json
+    python benchmarks/bench_retriever.py --data DIR --rows default \\
+        'mine=lambda q, d, p, w, t: losses.retrieval_loss(q / t, d, p, where=w, ranker=softsort(0.1))'
 
 Results: docs/retrieval_loss.md.
 """
@@ -50,10 +70,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import functools
 import json
 import sys
-from collections.abc import Sequence
+import tempfile
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Optional
 
@@ -61,270 +82,406 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from flax import nnx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import _machine  # noqa: E402
+import beir_layout  # noqa: E402
 import train_retriever as tr  # noqa: E402
 
 import jaxrank  # noqa: E402
 from jaxrank import losses  # noqa: E402
 
-VALID = 40  # validation queries per fold
-INFONCE_T = (0.05, 0.1, 0.2, 0.5)
-SOFTSORT_T = (0.05, 0.1, 0.2, 0.5, 1.0)  # the candidates for the retrieval default
+TEMPERATURES = (0.02, 0.05, 0.1, 0.2)  # InfoNCE's and the softmax's grid
+SCALES = (1.0, 0.2, 0.1, 0.05)  # the jaxrank rows' grid: scores / t (1: as documented)
 MEASURES = ("ndcg_cut.10", "recall.100")
 KEYS = {"ndcg_cut.10": "ndcg_cut_10", "recall.100": "recall_100"}  # evaluate's names (pytrec_eval's)
+LABELS = {"ndcg_cut.10": "nDCG@10", "recall.100": "R@100"}
 
 
-# --- losses -----------------------------------------------------------------------------
-def infonce(q, d, positives, gains, doc_where, *, temperature: float) -> jax.Array:
+# --- losses: (q[B, d], d[M, d], positives[B, R], gains[B, R], doc_where[M], t) -> scalar ---------
+def _relevant(positives: jax.Array, n_docs: int) -> jax.Array:
+    """``bool[B, M]``: the documents each query names as positives."""
+    rows = jnp.arange(positives.shape[0])[:, None]
+    idx = jnp.where(positives >= 0, positives, n_docs)
+    return jnp.zeros((positives.shape[0], n_docs), bool).at[rows, idx].set(True, mode="drop")
+
+
+def infonce(q, d, positives, gains, doc_where, t) -> jax.Array:
     """Multi-positive InfoNCE: each (query, relevant document) pair is a softmax cross-entropy
-    over the query's list, the query's other relevant documents left out (``where``)."""
+    over the query's list, the query's other relevant documents left out."""
     del gains  # InfoNCE has no grades
     n_docs = d.shape[0]
     valid = positives >= 0
-    rows = jnp.arange(q.shape[0])[:, None]
-    relevant = (
-        jnp.zeros((q.shape[0], n_docs), bool).at[rows, jnp.where(valid, positives, n_docs)].set(True, mode="drop")
-    )
-    where = doc_where[None, :] & ~relevant  # [Q, M]: the negatives of each query
-    this = jnp.arange(n_docs)[None, None, :] == positives[:, :, None]  # [Q, r, M]: the pair's positive
-    logits = jnp.where(where[:, None, :] | this, (q @ d.T)[:, None, :] / temperature, -1e9)
+    negatives = doc_where[None, :] & ~_relevant(positives, n_docs)  # [B, M]
+    this = jnp.arange(n_docs)[None, None, :] == positives[:, :, None]  # [B, R, M]: the pair's positive
+    logits = jnp.where(negatives[:, None, :] | this, (q @ d.T)[:, None, :] / t, -1e9)
     ce = optax.softmax_cross_entropy_with_integer_labels(logits, jnp.maximum(positives, 0))
     return jnp.sum(jnp.where(valid, ce, 0.0)) / jnp.maximum(jnp.sum(valid), 1)
 
 
-def metric(q, d, positives, gains, doc_where, *, ranker=None, k: Optional[int] = 10, binary: bool = False):
-    """Mean over the queries of ``losses.retrieval_loss`` (1 - soft nDCG, ``k``)."""
-    gains = jnp.where(positives >= 0, 1, 0) if binary else gains
-    pos = jaxrank.positives(positives, gains)
-    return losses.retrieval_loss(q, d, pos, ranker=ranker, k=k, where=doc_where).mean()
+def softmax(q, d, positives, gains, doc_where, t) -> jax.Array:
+    """Softmax cross-entropy against every relevant document at once (uniform target)."""
+    del gains
+    relevant = _relevant(positives, d.shape[0]).astype(jnp.float32)
+    target = relevant / jnp.maximum(relevant.sum(-1, keepdims=True), 1.0)
+    logits = jnp.where(doc_where[None, :], (q @ d.T) / t, -1e9)
+    return optax.softmax_cross_entropy(logits, target).mean()
+
+
+def default(q, d, positives, gains, doc_where, t) -> jax.Array:
+    """``losses.retrieval_loss`` at its defaults, on the scores over ``t``."""
+    return losses.retrieval_loss(q / t, d, jaxrank.positives(positives, gains), where=doc_where).mean()
 
 
 @dataclasses.dataclass(frozen=True)
 class Row:
     name: str
-    family: str  # "infonce", "softsort" (a candidate for the default), "metric"
     loss: tr.LossFn
+    grid: tuple[float, ...]
     describe: str
 
 
-def rows() -> dict[str, Row]:
-    """Every row by name; each loss function is built once, so the compiled step is reused."""
-    out = [
-        Row(f"infonce-{t}", "infonce", functools.partial(infonce, temperature=t), f"InfoNCE, T={t}") for t in INFONCE_T
-    ]
-    default = losses.retrieval._DEFAULT_RANKER
-    for t in SOFTSORT_T:
-        ranker = jaxrank.softsort(t)
-        what = f"retrieval_loss, softsort({t}), nDCG@10" + (" (the default)" if ranker == default else "")
-        out.append(Row(f"softsort-{t}", "softsort", functools.partial(metric, ranker=ranker), what))
-    for t in (None, 0.1):
-        ranker = jaxrank.approx() if t is None else jaxrank.approx(t)
-        name = "approx" if t is None else f"approx-{t}"
-        what = f"retrieval_loss, approx({'' if t is None else t}), nDCG (k=None)"
-        out.append(Row(name, "metric", functools.partial(metric, ranker=ranker, k=None), what))
-    out.append(
-        Row(
-            "default-binary",
-            "metric",
-            functools.partial(metric, binary=True),
-            f"retrieval_loss default ({default}), gains all 1",
-        )
+BUILTIN = {
+    "infonce": Row("infonce", infonce, TEMPERATURES, "InfoNCE (optax, integer labels), scores / T"),
+    "softmax": Row("softmax", softmax, TEMPERATURES, "softmax cross-entropy over every positive, scores / T"),
+    "default": Row("default", default, SCALES, "losses.retrieval_loss(q / T, D, positives) at its defaults"),
+}
+
+
+def _user_loss(fn: Callable) -> tr.LossFn:
+    def loss(q, d, positives, gains, doc_where, t):
+        return jnp.mean(fn(q, d, jaxrank.positives(positives, gains), doc_where, t))
+
+    return loss
+
+
+def parse_row(spec: str) -> Row:
+    """A built-in row's name, or ``NAME=EXPR`` (the module docstring)."""
+    if spec in BUILTIN:
+        return BUILTIN[spec]
+    name, sep, expression = spec.partition("=")
+    if not sep or not name.strip() or name.strip() in BUILTIN:
+        raise SystemExit(f"--rows: {spec!r} is neither one of {', '.join(BUILTIN)} nor NAME=EXPR with a new NAME")
+    names = {"jaxrank": jaxrank, "losses": losses, "optax": optax, "jnp": jnp, "jax": jax}
+    names.update(
+        {n: getattr(jaxrank, n) for n in ("approx", "softrank", "neuralsort", "softsort", "hard", "positives")}
     )
-    return {r.name: r for r in out}
+    try:
+        built = eval(expression, {"__builtins__": {}, **names})  # globals: a lambda reads its names there
+    except Exception as error:
+        raise SystemExit(f"--rows: cannot build {expression!r}: {error}") from None
+    fn, grid = built if isinstance(built, tuple) else (built, SCALES)
+    if not callable(fn) or len(grid) != len(TEMPERATURES):
+        raise SystemExit(f"--rows {name}: give a loss, or (loss, grid) with {len(TEMPERATURES)} grid values")
+    return Row(name.strip(), _user_loss(fn), tuple(float(v) for v in grid), expression.strip())
 
 
-# --- splits and runs --------------------------------------------------------------------
-def folds(n: int, k: int, valid: int = VALID, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """``k`` (train, validation, test) splits of ``n`` queries: the tests partition the
-    queries; each fold's validation queries are ``valid`` of the others (a fixed shuffle)."""
+# --- the second encoder -----------------------------------------------------------------
+class MLPEncoder(nnx.Module):
+    """``ids[..., L] -> unit vectors``: the mean of hashed-feature embeddings ``x``, then
+    ``x + W2 gelu(W1 x)`` (W2 starts at zero: the untrained model is the bag of embeddings),
+    L2 normalisation."""
+
+    def __init__(self, bits: int, dim: int, *, rngs: nnx.Rngs) -> None:
+        self.embed = nnx.Embed(1 << bits, dim, embedding_init=nnx.initializers.normal(1.0), rngs=rngs)
+        self.hidden = nnx.Linear(dim, 2 * dim, rngs=rngs)
+        self.out = nnx.Linear(2 * dim, dim, use_bias=False, kernel_init=nnx.initializers.zeros, rngs=rngs)
+
+    def __call__(self, ids: jax.Array) -> jax.Array:
+        mask = (ids > 0).astype(jnp.float32)
+        weights = mask / jnp.maximum(mask.sum(-1, keepdims=True), 1.0)
+        x = jnp.einsum("...l,...ld->...d", weights, self.embed(ids))
+        out = x + self.out(nnx.gelu(self.hidden(x)))
+        return out * jax.lax.rsqrt(jnp.sum(out * out, -1, keepdims=True) + 1e-12)
+
+
+ENCODERS = {"linear": tr.Encoder, "mlp": MLPEncoder}
+
+
+# --- splits -----------------------------------------------------------------------------
+Split = tuple[np.ndarray, np.ndarray, np.ndarray]  # train, validation, test query positions
+
+
+def folds(n: int, k: int, seed: int) -> list[Split]:
+    """``k`` (train, validation, test) splits of ``n`` queries: the tests partition them (a
+    permutation drawn from ``seed``); each validation set is 40/165 of the other queries."""
     rng = np.random.default_rng(seed)
     order = rng.permutation(n)
     out = []
     for test in np.array_split(order, k):
         rest = rng.permutation(np.setdiff1d(order, test))
+        _, valid = tr.proportions(len(rest), tr.SPLIT[:2])
         out.append((np.sort(rest[valid:]), np.sort(rest[:valid]), np.sort(test)))
     return out
 
 
-def test_values(model: tr.Encoder, data: tr.Cranfield, tokens, test: np.ndarray) -> dict[str, dict[str, float]]:
-    """``{measure: {qid: value}}`` of the test queries: top 100 by ``retrieval.search``,
-    judged by ``jaxrank.evaluate`` (trec_eval's semantics)."""
+@dataclasses.dataclass(frozen=True)
+class Collection:
+    name: str
+    data: jaxrank.datasets.Beir
+    splits: list[list[Split]]  # per seed, its runs
+    how: str  # the split, in words
+
+
+def load(folder: Path, scratch: Path, n_seeds: int, n_folds: int) -> Collection:
+    folder = beir_layout.as_beir(folder, scratch)
+    data, split = tr.load(folder)
+    if (folder / "qrels" / "train.tsv").is_file():
+        train, valid, test = split
+        how = f"BEIR's split: {len(train) + len(valid)} training queries ({len(valid)} validate), {len(test)} test"
+        return Collection(folder.name, data, [[split]] * n_seeds, how)
+    per_seed = [folds(len(data.query_ids), n_folds, seed) for seed in range(n_seeds)]
+    sizes = sorted({len(s[0]) for runs in per_seed for s in runs})
+    how = (
+        f"{n_folds}-fold cross-validation over its {len(data.query_ids)} queries "
+        f"({sizes[0]}-{sizes[-1]} training, {len(per_seed[0][0][1])} validation per fold)"
+    )
+    return Collection(folder.name, data, per_seed, how)
+
+
+# --- runs -------------------------------------------------------------------------------
+def test_values(model: nnx.Module, data, tokens, test: np.ndarray) -> dict[str, dict[str, float]]:
+    """``{measure: {qid: value}}`` of the test queries: top 100 of the corpus by
+    ``retrieval.search``, judged by ``jaxrank.evaluate`` (trec_eval's semantics)."""
     corpus = tr.encode(model, tokens[1])
     scores, ids = jaxrank.retrieval.search(tr.encode(model, tokens[0][test]), corpus, k=tr.DEPTH)
     run = {
-        str(q + 1): {str(int(i) + 1): float(s) for s, i in zip(srow, irow) if i >= 0}
+        data.query_ids[q]: {data.doc_ids[int(i)]: float(s) for s, i in zip(srow, irow) if i >= 0}
         for q, srow, irow in zip(test, np.asarray(scores), np.asarray(ids))
     }
-    qrels = {str(q + 1): data.qrels[str(q + 1)] for q in test}
+    qrels = {data.query_ids[q]: data.qrels[data.query_ids[q]] for q in test}
     per_query = jaxrank.evaluate(qrels, run, list(MEASURES), per_query=True)["per_query"]
-    if sorted(per_query, key=int) != sorted(qrels, key=int):
-        raise RuntimeError("evaluate left out a test query")
-    return {m: {qid: float(v[KEYS[m]]) for qid, v in per_query.items()} for m in MEASURES}
+    return {m: {qid: float(per_query[qid][KEYS[m]]) for qid in qrels} for m in MEASURES}
 
 
-def run_row(row: Row, data, tokens, splits, args) -> dict:
-    """One row: a model per fold; each fold's chosen step, validation value and test values."""
-    n = len(data.queries)
-    values = {m: np.full(n, np.nan) for m in MEASURES}
-    steps, valid, seconds = [], [], []
-    for f, split in enumerate(splits):
+@dataclasses.dataclass
+class Runs:
+    """One (row, grid value)'s runs of one seed: chosen steps, validation values, test values."""
+
+    steps: list[int] = dataclasses.field(default_factory=list)
+    valid: list[float] = dataclasses.field(default_factory=list)
+    test: dict[str, dict[str, float]] = dataclasses.field(default_factory=lambda: {m: {} for m in MEASURES})
+    seconds: float = 0.0
+    losses: list[tuple[float, float]] = dataclasses.field(default_factory=list)  # first, last training loss
+
+
+def run_seed(c: Collection, seed: int, tokens, model_type, row: Row, t: float, args) -> Runs:
+    out = Runs()
+    for f, split in enumerate(c.splits[seed]):
         result = tr.train(
-            data,
+            c.data,
             split,
             loss_fn=row.loss,
+            loss_args=(jnp.float32(t),),
             steps=args.steps,
             refresh=args.refresh,
-            seed=f,
+            seed=100 * seed + f,
             tokens=tokens,
+            model_type=model_type,
             **args.model,
         )
-        got = test_values(result.best, data, tokens, split[2])
+        got = test_values(result.best, c.data, tokens, split[2])
         for m in MEASURES:
-            for q in split[2]:
-                values[m][q] = got[m][str(q + 1)]
-        steps.append(result.best_step)
-        valid.append(max(v for _, v in result.history))
-        seconds.append(result.seconds)
+            out.test[m].update(got[m])
+        out.steps.append(result.best_step)
+        out.valid.append(max(v for _, v in result.history))
+        out.seconds += result.seconds
+        out.losses.append((result.losses[0], result.losses[-1]))
+    return out
+
+
+def untrained(c: Collection, tokens, model_type, args) -> list[dict[str, dict[str, float]]]:
+    """Each seed's test values of the encoders its runs start from."""
+    out = []
+    for seed, splits in enumerate(c.splits):
+        values: dict[str, dict[str, float]] = {m: {} for m in MEASURES}
+        for f, split in enumerate(splits):
+            model = model_type(args.model["bits"], args.model["dim"], rngs=nnx.Rngs(100 * seed + f))
+            got = test_values(model, c.data, tokens, split[2])
+            for m in MEASURES:
+                values[m].update(got[m])
+        out.append(values)
+    return out
+
+
+def run_row(c: Collection, tokens, model_type, row: Row, args) -> dict:
+    """Every grid value on the first seed; the value of the best mean validation nDCG@10 on
+    the later seeds."""
+    first = {}
+    for t in row.grid:
+        first[t] = run_seed(c, 0, tokens, model_type, row, t, args)
+        r = first[t]
         print(
-            f"  {row.name} fold {f}: step {result.best_step}, validation nDCG@10 {valid[-1]:.4f}, "
-            f"test nDCG@10 {np.mean(list(got['ndcg_cut.10'].values())):.4f}, {result.seconds:.1f} s",
+            f"    {row.name} T={t}: validation nDCG@10 {np.mean(r.valid):.4f}, steps {'/'.join(map(str, r.steps))}, "
+            f"test nDCG@10 {np.mean(list(r.test['ndcg_cut.10'].values())):.4f}, {r.seconds:.0f} s",
             flush=True,
         )
-    return {"values": values, "steps": steps, "valid": valid, "seconds": seconds}
+    chosen = max(row.grid, key=lambda t: np.mean(first[t].valid))  # the first on a tie
+    seeds = [first[chosen]] + [run_seed(c, s, tokens, model_type, row, chosen, args) for s in range(1, len(c.splits))]
+    return {"grid": {t: first[t] for t in row.grid}, "chosen": chosen, "seeds": seeds}
 
 
-def compare(x: np.ndarray, base: np.ndarray, key: jax.Array) -> tuple[float, float, float, float]:
+def query_means(per_seed: Sequence[dict[str, dict[str, float]]], qids: Sequence[str]) -> dict[str, np.ndarray]:
+    """Each measure's per-query values, averaged over the seeds, in ``qids``' order."""
+    return {m: np.mean([[s[m][q] for q in qids] for s in per_seed], axis=0) for m in MEASURES}
+
+
+def compare(x: np.ndarray, base: np.ndarray, key: jax.Array, n: int) -> tuple[float, float, float, float]:
     """Mean paired difference, its 95% bootstrap interval, and the randomization p-value."""
     d = x - base
     k1, k2 = jax.random.split(key)
-    low, high = jaxrank.stats.bootstrap_ci(d, key=k1, n_resamples=10_000)
-    _, p = jaxrank.stats.randomization_test(x, base, key=k2, n_resamples=10_000)
+    low, high = jaxrank.stats.bootstrap_ci(d, key=k1, n_resamples=n)
+    _, p = jaxrank.stats.randomization_test(x, base, key=k2, n_resamples=n)
     return float(d.mean()), float(low), float(high), float(p)
 
 
-def table(results: dict[str, dict], chosen: dict[str, str], described: dict[str, Row], n_queries: int) -> str:
-    """The Markdown table: every row, its validation mean, test means and its comparison
-    with the InfoNCE baseline chosen on validation."""
-    base = chosen["infonce"]
+def statistics(values: dict[str, dict[str, np.ndarray]], n: int) -> dict[tuple[str, str], tuple]:
+    """``(row, measure) -> (Δ, low, high, p, Holm p)`` of every row against ``infonce``."""
     key = jax.random.key(0)
-    stats = {}
-    for name, res in results.items():
-        if name == base:
-            continue
-        for m in MEASURES:
-            key, sub = jax.random.split(key)
-            stats[name, m] = compare(res["values"][m], results[base]["values"][m], sub)
-    metric_rows = [n for n in results if described[n].family != "infonce"]
-    holm = {}
+    out: dict[tuple[str, str], tuple] = {}
+    others = [r for r in values if r != "infonce"]
     for m in MEASURES:
-        if metric_rows:
-            adjusted = jaxrank.stats.multipletests(jnp.asarray([stats[n, m][3] for n in metric_rows]), "holm")
-            holm.update({(n, m): float(p) for n, p in zip(metric_rows, adjusted)})
-    marks: dict[str, list[str]] = {}
-    for what, name in chosen.items():
-        marks.setdefault(name, []).append(what)
-    lines = [
-        f"| row | loss | validation nDCG@10 | steps chosen | test nDCG@10 | Δ vs {base} [95% CI] | p (Holm) "
-        f"| test R@100 | Δ vs {base} [95% CI] | p (Holm) |",
-        "|---|---|---:|---|---:|---|---|---:|---|---|",
-    ]
-    for name, res in results.items():
-        label = name + (f" (chosen: {', '.join(marks[name])})" if name in marks else "")
-        cells = [label, described[name].describe, f"{np.mean(res['valid']):.4f}", "/".join(map(str, res["steps"]))]
-        for m in MEASURES:
-            cells.append(f"{np.mean(res['values'][m]):.4f}")
-            if name == base:
-                cells += ["baseline", ""]
-            else:
-                d, low, high, p = stats[name, m]
-                adj = f" ({holm[name, m]:.3g})" if (name, m) in holm else ""
-                cells += [f"{d:+.4f} [{low:+.4f}, {high:+.4f}]", f"{p:.3g}{adj}"]
-        lines.append("| " + " | ".join(cells) + " |")
-    lines.append(
-        f"\n{n_queries} test queries (every query once, over the folds); Δ: mean paired difference of the "
-        "per-query values; p: two-sided paired randomization test, in brackets Holm-adjusted over the "
-        "metric-loss rows."
+        raw = []
+        for r in others:
+            key, sub = jax.random.split(key)
+            raw.append(compare(values[r][m], values["infonce"][m], sub, n))
+        holm = np.asarray(jaxrank.stats.multipletests(jnp.asarray([s[3] for s in raw]), "holm")) if raw else []
+        out.update({(r, m): (*s, float(h)) for r, s, h in zip(others, raw, holm)})
+    return out
+
+
+def _grid(row: Row, chosen: float) -> str:
+    return f"{chosen:g} of " + "/".join(f"{t:g}" for t in row.grid)
+
+
+def table(c: Collection, results: dict, rows: dict[str, Row], n_resamples: int) -> tuple[str, dict]:
+    """The collection's Markdown table and its statistics."""
+    qids = [c.data.query_ids[q] for q in np.sort(np.concatenate([s[2] for s in c.splits[0]]))]
+    header = (
+        "| encoder | row | loss | T (chosen on validation) | validation nDCG@10 | test nDCG@10 "
+        "| Δ vs InfoNCE [95% CI] | p (Holm) | test R@100 | Δ vs InfoNCE [95% CI] | p (Holm) |"
     )
+    lines = [header, "|---|---|---|---|---:|---:|---|---|---:|---|---|"]
+    stats_out = {}
+    for enc, res in results.items():
+        values = {r: query_means([s.test for s in res["rows"][r]["seeds"]], qids) for r in res["rows"]}
+        stats = statistics(values, n_resamples)
+        stats_out[enc] = {f"{r} {m}": s for (r, m), s in stats.items()}
+        start = query_means(res["untrained"], qids)
+        cells = [enc, "untrained", "", "", "", f"{start['ndcg_cut.10'].mean():.4f}", "", ""]
+        lines.append("| " + " | ".join(cells + [f"{start['recall.100'].mean():.4f}", "", ""]) + " |")
+        for r, out in res["rows"].items():
+            valid = np.mean(out["grid"][out["chosen"]].valid)
+            cells = [enc, r, rows[r].describe, _grid(rows[r], out["chosen"]), f"{valid:.4f}"]
+            for m in MEASURES:
+                cells.append(f"{values[r][m].mean():.4f}")
+                if r == "infonce":
+                    cells += ["baseline", ""]
+                else:
+                    d, low, high, p, holm = stats[r, m]
+                    cells += [f"{d:+.4f} [{low:+.4f}, {high:+.4f}]", f"{p:.3g} ({holm:.3g})"]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines), stats_out
+
+
+def summary(tables: dict[str, dict]) -> str:
+    """Every row against InfoNCE on every collection: Δ nDCG@10 (p) / Δ R@100 (p)."""
+    names = list(tables)
+    lines = ["| encoder | row | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+    pairs = sorted({(e, k.rsplit(" ", 1)[0]) for t in tables.values() for e, s in t.items() for k in s})
+    for enc, row in pairs:
+        cells = []
+        for name in names:
+            s = tables[name].get(enc, {})
+            if f"{row} ndcg_cut.10" not in s:
+                cells.append("")
+                continue
+            n, r = s[f"{row} ndcg_cut.10"], s[f"{row} recall.100"]
+            cells.append(f"{n[0]:+.4f} (p {n[3]:.2g}) / {r[0]:+.4f} (p {r[3]:.2g})")
+        lines.append(f"| {enc} | {row} | " + " | ".join(cells) + " |")
+    lines.append("\nEach cell: Δ test nDCG@10 (p) / Δ test R@100 (p) against InfoNCE, paired over queries.")
     return "\n".join(lines)
 
 
-def choose(results: dict[str, dict], described: dict[str, Row]) -> dict[str, str]:
-    """The choices made on validation queries: the best InfoNCE temperature, the best
-    softsort temperature (the retrieval default), the best metric loss."""
+def _as_json(res: dict) -> dict:
+    def runs(r: Runs) -> dict:
+        return dataclasses.asdict(r)
 
-    def best(family: Sequence[str]) -> Optional[str]:
-        names = [n for n in results if described[n].family in family]
-        return max(names, key=lambda n: np.mean(results[n]["valid"])) if names else None
-
-    out = {
-        "infonce": best(["infonce"]),
-        "default": best(["softsort"]),
-        "best metric loss": best(["softsort", "metric"]),
+    return {
+        "untrained": res["untrained"],
+        "rows": {
+            name: {
+                "chosen": out["chosen"],
+                "grid": {str(t): runs(r) for t, r in out["grid"].items()},
+                "seeds": [runs(r) for r in out["seeds"][1:]],
+            }
+            for name, out in res["rows"].items()
+        },
     }
-    return {k: v for k, v in out.items() if v is not None}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> dict:
-    every = rows()
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rows", default=",".join(every), help=f"comma-separated, of: {', '.join(every)}")
-    p.add_argument("--folds", type=int, default=5)
-    p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--data", nargs="+", type=Path, default=[tr.DEFAULT_DATA], help="folders in BEIR's layout")
+    p.add_argument("--rows", nargs="+", default=list(BUILTIN), help="built-in names or NAME=EXPR (see above)")
+    p.add_argument("--encoders", nargs="+", default=list(ENCODERS), choices=list(ENCODERS))
+    p.add_argument("--seeds", type=int, default=2)
+    p.add_argument("--folds", type=int, default=5, help="cross-validation folds where there is no train split")
+    p.add_argument("--steps", type=int, default=150)
     p.add_argument("--refresh", type=int, default=25, help="steps between mining and validation")
-    p.add_argument("--data", default=str(tr.DEFAULT_DATA))
-    p.add_argument("--json", help="write every per-query value and the table here")
-    p.add_argument("--quick", action="store_true", help="infonce-0.05 and the default, 2 folds, 40 steps")
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--negatives", type=int, default=8)
+    p.add_argument("--lr", type=float, default=1e-2)
+    p.add_argument("--doc-length", type=int, default=256)
+    p.add_argument("--resamples", type=int, default=10_000)
+    p.add_argument("--json", type=Path, help="write every value and the tables here")
+    p.add_argument("--markdown", type=Path, help="write the tables here")
+    p.add_argument("--quick", action="store_true", help="the path only: 1 seed, 2 folds, 20 steps, 1,000 resamples")
     args = p.parse_args(argv)
     if args.quick:
-        args.rows, args.folds, args.steps, args.refresh = "infonce-0.05,softsort-0.05", 2, 40, 20
-    names = [n.strip() for n in args.rows.split(",") if n.strip()]
-    unknown = [n for n in names if n not in every]
-    if unknown or not any(every[n].family == "infonce" for n in names):
-        p.error(f"--rows: unknown {unknown}; at least one infonce row is needed (the baseline)")
-    if args.folds < 2 or args.steps < 1 or args.refresh < 1:
-        p.error("--folds must be at least 2, --steps and --refresh positive")
-    args.model = dict(batch=16, negatives=8, lr=1e-2, bits=16, dim=64, doc_length=256)
+        args.seeds, args.folds, args.steps, args.refresh, args.resamples = 1, 2, 20, 10, 1000
+    if args.seeds < 1 or args.folds < 2 or args.steps < 1 or args.refresh < 1:
+        p.error("--seeds and --steps, --refresh must be positive, --folds at least 2")
+    rows = {r.name: r for r in [BUILTIN["infonce"], *map(parse_row, args.rows)]}
+    args.model = dict(
+        batch=args.batch, negatives=args.negatives, lr=args.lr, bits=16, dim=64, doc_length=args.doc_length
+    )
 
     run = _machine.start(peers=("flax", "optax"), extra={"backend": jax.default_backend(), **args.model})
     print(run.header(), flush=True)
-    data = tr.load_cranfield(Path(args.data))
-    tokens = tr.featurize_all(data, args.model["bits"], args.model["doc_length"])
-    splits = folds(len(data.queries), args.folds)
-    results = {}
-    for name in names:
-        results[name] = run_row(every[name], data, tokens, splits, args)
-    chosen = choose(results, every)
-    text = table(results, chosen, every, len(data.queries))
-    print()
-    print(
-        f"Cranfield, {args.folds} folds ({len(splits[0][0])}-{len(splits[-1][0])} training, {VALID} validation, "
-        f"{min(len(s[2]) for s in splits)}-{max(len(s[2]) for s in splits)} test queries each), {args.steps} steps, "
-        f"step chosen on validation every {args.refresh}; {sum(sum(r['seconds']) for r in results.values()):.0f} s "
-        "of training in all"
-    )
-    print("chosen on validation queries: " + ", ".join(f"{k}: {v}" for k, v in chosen.items()))
-    print(text)
+    start = time.perf_counter()
+    tables, stats, out = {}, {}, {"machine": run.as_dict(), "settings": {k: str(v) for k, v in vars(args).items()}}
+    with tempfile.TemporaryDirectory() as scratch:
+        for folder in args.data:
+            c = load(folder, Path(scratch), args.seeds, args.folds)
+            tokens = tr.featurize_all(c.data, args.model["bits"], args.doc_length)
+            print(f"{c.name}: {len(c.data.doc_ids)} documents; {c.how}; {args.seeds} seeds", flush=True)
+            results = {}
+            for enc in args.encoders:
+                results[enc] = {"untrained": untrained(c, tokens, ENCODERS[enc], args), "rows": {}}
+                for name, row in rows.items():
+                    print(f"  {enc} {name}", flush=True)
+                    results[enc]["rows"][name] = run_row(c, tokens, ENCODERS[enc], row, args)
+            text, stats[c.name] = table(c, results, rows, args.resamples)
+            seconds = sum(r.seconds for e in results.values() for o in e["rows"].values() for r in o["grid"].values())
+            seconds += sum(r.seconds for e in results.values() for o in e["rows"].values() for r in o["seeds"][1:])
+            tables[c.name] = f"### {c.name}\n\n{len(c.data.doc_ids)} documents; {c.how}; {args.seeds} seeds; "
+            tables[c.name] += f"{seconds:.0f} s of training\n\n{text}\n"
+            print("\n" + tables[c.name], flush=True)
+            out[c.name] = {"how": c.how, "table": tables[c.name], "stats": stats[c.name]}
+            out[c.name].update({enc: _as_json(res) for enc, res in results.items()})
+    text = "\n".join(tables.values()) + "\n### Against InfoNCE, every collection\n\n" + summary(stats) + "\n"
+    print("### Against InfoNCE, every collection\n\n" + summary(stats))
+    print(f"\n{time.perf_counter() - start:.0f} s in all")
     print(run.finish())
-    out = {
-        "machine": run.as_dict(),
-        "chosen": chosen,
-        "table": text,
-        "rows": {
-            n: {
-                "steps": r["steps"],
-                "valid": r["valid"],
-                "seconds": r["seconds"],
-                "values": {m: r["values"][m].tolist() for m in MEASURES},
-            }
-            for n, r in results.items()
-        },
-    }
+    out["markdown"] = text
     if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=1))
+        args.json.write_text(json.dumps(out, indent=1, default=float))
+    if args.markdown:
+        args.markdown.write_text(text)
     return out
 
 

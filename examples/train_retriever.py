@@ -3,28 +3,36 @@
 hard negatives mined with :func:`jaxrank.retrieval.search`, evaluation streamed through
 :func:`jaxrank.accumulator`.
 
-Data: the Cranfield collection (1400 aeronautics abstracts, 225 queries, graded qrels;
-``tests/data/cranfield``, origin in ``tests/data/README.md``). The queries are split once,
-with a fixed seed, into 125 training, 40 validation and 60 test queries. A query's
-relevant documents are those of grade 1-4 in ``cranqrel`` (Cleverdon's codes, 1 the most
-relevant); their gain is ``5 - code`` (4..1), and the 225 judgments of code ``-1`` are
-judged non-relevant (gain 0).
+Data: a collection in BEIR's layout (``--data DIR``: ``corpus.jsonl``, ``queries.jsonl``,
+``qrels/<split>.tsv``), read by :func:`jaxrank.datasets.read_beir`; by default the Cranfield
+collection (1400 aeronautics abstracts, 225 queries, graded qrels; ``tests/data/cranfield``,
+origin in ``tests/data/README.md``), read by :func:`load_cranfield` into the same structure.
+``benchmarks/beir_layout.py`` writes Cranfield and other public collections in BEIR's layout.
+With ``qrels/train.tsv`` beside ``qrels/test.tsv`` (SciFact's split), the test queries are
+``test.tsv``'s and the training queries ``train.tsv``'s, a fixed 40/165 of which validate;
+otherwise the judged queries are split once, with a fixed seed, in Cranfield's proportions:
+125 training, 40 validation and 60 test queries of its 225. A query's relevant documents are
+those of score > 0; the score is their gain. On Cranfield they are those of grade 1-4 in
+``cranqrel`` (Cleverdon's codes, 1 the most relevant), gain ``5 - code`` (4..1), and the 225
+judgments of code ``-1`` are judged non-relevant (gain 0).
 
-Model: one tower for queries and documents (a Siamese dual encoder). Each text is its
-words and word bigrams, hashed (CRC-32) into ``2^bits`` buckets, whose embeddings are
-averaged, projected by a square matrix and L2-normalised; a query's score for a document
-is the inner product. One tower, because with two towers initialised apart a word in a
-query and the same word in a document start unrelated, and 125 training queries cannot
-teach that; with one, the untrained model is already a (random-projection) bag-of-words
-matcher, and training reweights and relates its words. Nothing is pretrained.
+Model: one tower for queries and documents (a Siamese dual encoder). Each text (a
+document's title and text) is its words and word bigrams, hashed (CRC-32) into ``2^bits``
+buckets, whose embeddings are averaged, projected by a square matrix and L2-normalised; a
+query's score for a document is the inner product. One tower, because with two towers
+initialised apart a word in a query and the same word in a document start unrelated, and
+125 training queries cannot teach that; with one, the untrained model is already a
+(random-projection) bag-of-words matcher, and training reweights and relates its words.
+Nothing is pretrained.
 
-Training: each step takes ``--batch`` training queries; its list of documents is every
-positive of those queries (the in-batch documents, relevant to one query, negatives for
-the others) and ``--negatives`` hard negatives per query: the current model's top documents
-for that query (``jaxrank.retrieval.search`` over the corpus) that are not relevant to it,
-refreshed every ``--refresh`` steps. The loss is :func:`jaxrank.losses.retrieval_loss`
-with its defaults (1 - soft nDCG@10, its default ranker), each query's positives and gains
-given by index (:func:`jaxrank.positives`), averaged over the queries. Adam.
+Training: each step takes ``--batch`` training queries (those with a relevant document); its
+list of documents is every positive of those queries (the in-batch documents, relevant to
+one query, negatives for the others) and ``--negatives`` hard negatives per query: the
+current model's top documents for that query (``jaxrank.retrieval.search`` over the corpus)
+that are not relevant to it, refreshed every ``--refresh`` steps. The loss is
+:func:`jaxrank.losses.retrieval_loss` as users call it, ``retrieval_loss(q, D, positives)``
+with its defaults, each query's positives and gains given by index
+(:func:`jaxrank.positives`), averaged over the queries. Adam.
 
 Evaluation: every ``--refresh`` steps the validation queries are searched (top 100 of the
 corpus) and the model with the best validation nDCG@10 is kept; the test queries are
@@ -32,20 +40,22 @@ evaluated once, with that model. The retrieved ids are joined with the qrels
 (:func:`jaxrank.retrieval.join`) and streamed, a chunk of queries at a time, through
 :func:`jaxrank.accumulator`: nDCG@10 and R@100 with trec_eval's semantics (the ideal DCG
 and the number of relevant documents from the qrels, retrieved or not;
-``judgments=``). ``benchmarks/bench_retriever.py`` trains this encoder with other losses
-(docs/retrieval_loss.md).
+``judgments=``). ``benchmarks/bench_retriever.py`` trains this encoder, and another, with
+other losses on several collections (docs/retrieval_loss.md).
 
 Usage::
 
-    python examples/train_retriever.py               # 300 steps, about 20 s on 2 cores
+    python examples/train_retriever.py               # Cranfield, 300 steps, about 20 s on 2 cores
     python examples/train_retriever.py --quick       # 120 steps (the test's run)
     python examples/train_retriever.py --steps 800 --dim 128 --seed 1
+    python examples/train_retriever.py --data /work/beir-data/scifact   # any folder in BEIR's layout
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import gzip
 import re
 import sys
@@ -66,33 +76,30 @@ try:
 except ImportError:  # run from a checkout without `pip install -e .`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     import jaxrank
+from jaxrank.datasets import Beir, read_beir
 from jaxrank.retrieval import join, search
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "cranfield"
 MEASURES = ("nDCG@10", "R@100")
-SPLIT = (125, 40, 60)  # train, validation, test queries
+SPLIT = (125, 40, 60)  # train, validation, test queries: Cranfield's; other collections in proportion
 SPLIT_SEED = 0
 DEPTH = 100  # documents retrieved per query for evaluation
 
 
 # --- data -------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
-class Cranfield:
-    """The collection as read: texts, and qrels with gains.
+class Cranfield(Beir):
+    """Cranfield as read, in the structure :func:`jaxrank.datasets.read_beir` returns.
 
-    Attributes:
-      docs: the text (``.W``) of document ``i``, whose docno is ``str(i + 1)``.
-      queries: the text of query ``i`` in ``cran.qry``'s order; its id is ``str(i + 1)``,
-        the ordinal that ``cranqrel`` uses (not the ``.I`` number of ``cran.qry``).
-      qrels: ``{query id: {docno: gain}}``, gain ``5 - code`` for codes 1-4, 0 for -1.
-      numbers: the ``.I`` number of each query in ``cran.qry`` (001..365, with gaps), kept
-        for reference only.
+    Document ``i`` is ``doc_ids[i] == str(i + 1)``, its text the ``.W`` field (which begins
+    with the title: the titles are left empty). Query ``i`` is ``query_ids[i] == str(i + 1)``
+    in ``cran.qry``'s order, the ordinal that ``cranqrel`` uses (not the ``.I`` number);
+    ``qrels`` are ``{query id: {docno: gain}}``, gain ``5 - code`` for codes 1-4, 0 for -1.
+    ``numbers``: the ``.I`` number of each query in ``cran.qry`` (001..365, with gaps), kept
+    for reference only.
     """
 
-    docs: list[str]
-    queries: list[str]
-    qrels: dict[str, dict[str, int]]
-    numbers: list[str]
+    numbers: list[str] = dataclasses.field(default_factory=list)
 
 
 def _records(path: Path) -> list[dict[str, str]]:
@@ -145,16 +152,65 @@ def load_cranfield(data_dir: Path = DEFAULT_DATA) -> Cranfield:
     if sorted(qrels, key=int) != [str(i + 1) for i in range(len(queries))]:
         raise ValueError(f"{data_dir}: cranqrel does not number the {len(queries)} queries 1..{len(queries)}")
     return Cranfield(
-        [d.get("W", "") for d in docs], [q.get("W", "") for q in queries], qrels, [q["I"] for q in queries]
+        doc_ids=[d["I"] for d in docs],
+        titles=[""] * len(docs),
+        texts=[d.get("W", "") for d in docs],
+        query_ids=[str(i + 1) for i in range(len(queries))],
+        queries=[q.get("W", "") for q in queries],
+        qrels=qrels,
+        numbers=[q["I"] for q in queries],
     )
 
 
-def split_queries(n: int, sizes: Sequence[int] = SPLIT, seed: int = SPLIT_SEED) -> tuple[np.ndarray, ...]:
-    """A fixed random split of query positions ``0..n-1`` into parts of ``sizes`` (sorted)."""
+def load_beir(folder: Path) -> tuple[Beir, Optional[np.ndarray]]:
+    """A collection in BEIR's layout: ``qrels/test.tsv``'s queries and judgments, after
+    ``qrels/train.tsv``'s when the folder has them. Returns it, and the positions of the test
+    queries when there is a train split (None otherwise)."""
+    test = read_beir(folder, "test")
+    if not (Path(folder) / "qrels" / "train.tsv").is_file():
+        return test, None
+    train = read_beir(folder, "train")
+    if set(train.query_ids) & set(test.query_ids):
+        raise ValueError(f"{folder}: queries judged in both train.tsv and test.tsv")
+    both = dataclasses.replace(
+        test,
+        query_ids=train.query_ids + test.query_ids,
+        queries=train.queries + test.queries,
+        qrels={**train.qrels, **test.qrels},
+    )
+    return both, np.arange(len(train.query_ids), len(both.query_ids))
+
+
+def load(data_dir: Path) -> tuple[Beir, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The collection in ``data_dir`` (BEIR's layout, or Cranfield's files) and its fixed
+    (train, validation, test) split of query positions: the collection's own test queries
+    when it has a train split, else :func:`split_queries`'s."""
+    data_dir = Path(data_dir)
+    if not (data_dir / "corpus.jsonl").is_file():
+        data = load_cranfield(data_dir)
+        return data, split_queries(len(data.query_ids))
+    data, test = load_beir(data_dir)
+    if test is None:
+        return data, split_queries(len(data.query_ids))
+    pool = np.setdiff1d(np.arange(len(data.query_ids)), test)
+    train, valid = split_queries(len(pool), proportions(len(pool), SPLIT[:2]))
+    return data, (pool[train], pool[valid], test)
+
+
+def proportions(n: int, parts: Sequence[int] = SPLIT) -> tuple[int, ...]:
+    """``n`` cut in the proportions of ``parts`` (rounded; the first part takes the rest)."""
+    rest = [round(n * p / sum(parts)) for p in parts[1:]]
+    return (n - sum(rest), *rest)
+
+
+def split_queries(n: int, sizes: Optional[Sequence[int]] = None, seed: int = SPLIT_SEED) -> tuple[np.ndarray, ...]:
+    """A fixed random split of query positions ``0..n-1`` into parts of ``sizes`` (sorted;
+    by default Cranfield's proportions, :data:`SPLIT`)."""
+    sizes = proportions(n) if sizes is None else tuple(sizes)
     if sum(sizes) != n:
-        raise ValueError(f"split sizes {tuple(sizes)} must add up to the {n} queries")
+        raise ValueError(f"split sizes {sizes} must add up to the {n} queries")
     order = np.random.default_rng(seed).permutation(n)
-    bounds = np.cumsum((0,) + tuple(sizes))
+    bounds = np.cumsum((0,) + sizes)
     return tuple(np.sort(order[a:b]) for a, b in zip(bounds[:-1], bounds[1:]))
 
 
@@ -178,19 +234,22 @@ def featurize(texts: Sequence[str], bits: int, length: int) -> np.ndarray:
 @dataclasses.dataclass(frozen=True)
 class Judged:
     """Padded qrels of some queries for :func:`jaxrank.retrieval.join`: ``ids[Q, m]``
-    (0-based document rows, -1 pads), ``gains[Q, m]``."""
+    (0-based document rows, ascending; -1 pads), ``gains[Q, m]``, ``m`` the most judgments of
+    any query of the collection (one compiled evaluation for any set of its queries). In row
+    order, the arrays do not depend on the order in which the qrels were read."""
 
     ids: np.ndarray
     gains: np.ndarray
 
     @classmethod
-    def of(cls, data: Cranfield, queries: np.ndarray) -> Judged:
-        rows = [data.qrels[str(q + 1)] for q in queries]
-        m = max(len(r) for r in rows)
-        ids, gains = np.full((len(rows), m), -1, np.int32), np.zeros((len(rows), m), np.int32)
-        for i, r in enumerate(rows):
-            ids[i, : len(r)] = [int(d) - 1 for d in r]
-            gains[i, : len(r)] = list(r.values())
+    def of(cls, data: Beir, queries: np.ndarray) -> Judged:
+        row = {d: i for i, d in enumerate(data.doc_ids)}
+        judged = [data.qrels[data.query_ids[q]] for q in queries]
+        m = max(len(r) for r in data.qrels.values())
+        ids, gains = np.full((len(judged), m), -1, np.int32), np.zeros((len(judged), m), np.int32)
+        for i, r in enumerate(judged):
+            rows, grades = zip(*sorted((row[d], g) for d, g in r.items()))
+            ids[i, : len(r)], gains[i, : len(r)] = rows, grades
         return cls(ids, gains)
 
     def positives(self) -> list[np.ndarray]:
@@ -254,8 +313,8 @@ class Batch:
 
 
 #: ``loss(query_embeddings[B, d], doc_embeddings[M, d], positives[B, R], gains[B, R],
-#: doc_where[M]) -> scalar``.
-LossFn = Callable[[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array], jax.Array]
+#: doc_where[M], *loss_args) -> scalar``.
+LossFn = Callable[..., jax.Array]
 
 
 def retrieval_loss(q: jax.Array, d: jax.Array, positives: jax.Array, gains: jax.Array, doc_where: jax.Array):
@@ -267,11 +326,12 @@ def retrieval_loss(q: jax.Array, d: jax.Array, positives: jax.Array, gains: jax.
 class Trainer:
     """Batches of training queries with their positives and mined hard negatives.
 
-    ``capacity`` (M) bounds any batch's documents: the ``batch`` largest positive counts
-    plus ``batch * negatives``, so every step has one shape and compiles once.
+    ``capacity`` (M) bounds any batch's documents: the ``batch`` largest positive counts of
+    the collection's queries plus ``batch * negatives``, so every step has one shape and
+    compiles once, whichever queries train.
     """
 
-    data: Cranfield
+    data: Beir
     queries: np.ndarray  # positions of the training queries
     query_ids: np.ndarray  # [Q, Lq] token ids of the training queries
     doc_ids: np.ndarray  # [N, Ld] token ids of the corpus
@@ -280,7 +340,8 @@ class Trainer:
 
     def __post_init__(self) -> None:
         self.pos = Judged.of(self.data, self.queries).positives()
-        counts = np.array([p.shape[1] for p in self.pos])
+        every = Judged.of(self.data, np.arange(len(self.data.query_ids)))
+        counts = (every.gains > 0).sum(1)
         self.width = int(counts.max())  # R
         self.capacity = int(np.sort(counts)[-self.batch :].sum()) + self.batch * self.negatives
         self.hard = np.zeros((len(self.queries), self.negatives), np.int64)
@@ -315,8 +376,11 @@ class Trainer:
 
 
 @nnx.jit(static_argnames="loss_fn")
-def train_step(model: Encoder, optimizer: nnx.Optimizer, batch: Batch, loss_fn: LossFn) -> jax.Array:
-    """One Adam step on ``loss_fn`` of the batch's embeddings."""
+def train_step(
+    model: Encoder, optimizer: nnx.Optimizer, batch: Batch, loss_fn: LossFn, loss_args: tuple = ()
+) -> jax.Array:
+    """One Adam step on ``loss_fn`` of the batch's embeddings; ``loss_args`` (traced: a
+    temperature) follow its five arguments, so that changing them does not recompile."""
 
     def loss(m: Encoder) -> jax.Array:
         # Queries and documents through one call: on XLA:CPU two embedding lookups of one
@@ -325,7 +389,7 @@ def train_step(model: Encoder, optimizer: nnx.Optimizer, batch: Batch, loss_fn: 
         queries = jnp.pad(batch.queries, ((0, 0), (0, length - batch.queries.shape[-1])))
         both = m(jnp.concatenate([queries, batch.docs]))
         n = batch.queries.shape[0]
-        return loss_fn(both[:n], both[n:], batch.positives, batch.gains, batch.doc_where)
+        return loss_fn(both[:n], both[n:], batch.positives, batch.gains, batch.doc_where, *loss_args)
 
     value, grads = nnx.value_and_grad(loss)(model)
     optimizer.update(model, grads)
@@ -367,6 +431,13 @@ def evaluate(
     return {name: float(v) for name, v in ACC.compute(state).items()}
 
 
+@functools.cache
+def adam(lr: float) -> optax.GradientTransformation:
+    """One optax transformation per learning rate: the optimizer holds it as a static part of
+    the compiled step, compared by identity, so a new one would compile the step again."""
+    return optax.adam(lr)
+
+
 @dataclasses.dataclass
 class Result:
     """What :func:`train` returns: the model of the best validation nDCG@10 (``best``), its
@@ -380,10 +451,11 @@ class Result:
 
 
 def train(
-    data: Cranfield,
+    data: Beir,
     splits: tuple[np.ndarray, np.ndarray, np.ndarray],
     *,
     loss_fn: LossFn = retrieval_loss,
+    loss_args: tuple = (),
     steps: int = 300,
     batch: int = 16,
     negatives: int = 8,
@@ -394,8 +466,11 @@ def train(
     doc_length: int = 256,
     seed: int = 0,
     tokens: Optional[tuple[np.ndarray, np.ndarray]] = None,
+    model_type: Callable[..., nnx.Module] = Encoder,
 ) -> Result:
-    """Trains an :class:`Encoder` on the training queries of ``splits`` with ``loss_fn``.
+    """Trains a ``model_type(bits, dim, rngs=...)`` (an :class:`Encoder`) on the training
+    queries of ``splits`` that have a relevant document, with ``loss_fn`` (its extra
+    arguments ``loss_args``).
 
     Every ``refresh`` steps (and before the first), the corpus is encoded once: the
     validation queries are evaluated on it and the hard negatives mined from it. The model
@@ -404,11 +479,14 @@ def train(
     """
     start = time.perf_counter()
     train_q, valid_q, _ = splits
+    train_q = train_q[(Judged.of(data, train_q).gains > 0).any(1)]
+    if len(train_q) < batch:
+        raise ValueError(f"{len(train_q)} training queries with a relevant document: fewer than a batch of {batch}")
     query_tokens, doc_tokens = tokens if tokens is not None else featurize_all(data, bits, doc_length)
     trainer = Trainer(data, train_q, query_tokens[train_q], doc_tokens, batch, negatives)
     valid = Judged.of(data, valid_q)
-    model = Encoder(bits, dim, rngs=nnx.Rngs(seed))
-    optimizer = nnx.Optimizer(model, optax.adam(lr), wrt=nnx.Param)
+    model = model_type(bits, dim, rngs=nnx.Rngs(seed))
+    optimizer = nnx.Optimizer(model, adam(lr), wrt=nnx.Param)
     rng = np.random.default_rng(seed)
     history: list[tuple[int, float]] = []
     losses: list[float] = []
@@ -423,13 +501,14 @@ def train(
             if step == steps:
                 break
             trainer.mine(model, corpus)
-        losses.append(float(train_step(model, optimizer, trainer.sample(rng), loss_fn)))
+        losses.append(float(train_step(model, optimizer, trainer.sample(rng), loss_fn, loss_args)))
     return Result(best, best_step, history, losses, time.perf_counter() - start)
 
 
-def featurize_all(data: Cranfield, bits: int, doc_length: int) -> tuple[np.ndarray, np.ndarray]:
-    """Token ids of every query (``[225, 128]``) and document (``[1400, doc_length]``)."""
-    return featurize(data.queries, bits, 128), featurize(data.docs, bits, doc_length)
+def featurize_all(data: Beir, bits: int, doc_length: int) -> tuple[np.ndarray, np.ndarray]:
+    """Token ids of every query (``[Q, min(128, doc_length)]``: a step pads the queries to
+    the documents' length) and document (title and text, ``[N, doc_length]``)."""
+    return featurize(data.queries, bits, min(128, doc_length)), featurize(data.documents(), bits, doc_length)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> dict:
@@ -443,7 +522,12 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     p.add_argument("--dim", type=int, default=64)
     p.add_argument("--doc-length", type=int, default=256, help="hashed features kept per document")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--data", default=str(DEFAULT_DATA), help="folder with cran.all.1400.gz, cran.qry.gz, cranqrel.gz")
+    p.add_argument(
+        "--data",
+        default=str(DEFAULT_DATA),
+        help="a folder in BEIR's layout (corpus.jsonl, queries.jsonl, qrels/test.tsv [, qrels/train.tsv]), "
+        "or with Cranfield's cran.all.1400.gz, cran.qry.gz, cranqrel.gz (the default)",
+    )
     p.add_argument("--quick", action="store_true", help="120 steps (the test's run)")
     args = p.parse_args(argv)
     if args.quick:
@@ -452,11 +536,11 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     if min(sizes) < 1 or not 4 <= args.bits <= 24:
         p.error("--steps, --batch, --negatives, --refresh, --dim, --doc-length must be positive; --bits in 4..24")
     data_dir = Path(args.data)
-    if not all((data_dir / f).is_file() for f in ("cran.all.1400.gz", "cran.qry.gz", "cranqrel.gz")):
-        p.error(f"--data {data_dir}: cran.all.1400.gz / cran.qry.gz / cranqrel.gz not found (tests/data/cranfield)")
+    cranfield = ("cran.all.1400.gz", "cran.qry.gz", "cranqrel.gz")
+    if not (data_dir / "corpus.jsonl").is_file() and not all((data_dir / f).is_file() for f in cranfield):
+        p.error(f"--data {data_dir}: neither BEIR's layout (corpus.jsonl) nor Cranfield's {', '.join(cranfield)}")
 
-    data = load_cranfield(data_dir)
-    splits = split_queries(len(data.queries))
+    data, splits = load(data_dir)
     tokens = featurize_all(data, args.bits, args.doc_length)
     result = train(
         data,
@@ -480,12 +564,12 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
 
     sizes = "/".join(str(len(s)) for s in splits)
     print(
-        f"Cranfield: {len(data.docs)} documents, queries {sizes} (train/validation/test); "
+        f"{data_dir.name}: {len(data.doc_ids)} documents, queries {sizes} (train/validation/test); "
         f"{args.steps} steps of {args.batch} queries, loss {result.losses[0]:.4f} -> {result.losses[-1]:.4f}; "
         f"{result.seconds:.1f} s"
     )
     print("validation nDCG@10 by step: " + ", ".join(f"{s}: {v:.4f}" for s, v in result.history))
-    print(f"loss: 1 - soft nDCG@10, retrieval_loss's default ranker {jaxrank.losses.retrieval._DEFAULT_RANKER}")
+    print("loss: losses.retrieval_loss(q, D, positives) with its defaults")
     print("| test (trec_eval) | " + " | ".join(MEASURES) + " |")
     print("|---|" + "---:|" * len(MEASURES))
     for name, values in (("untrained encoder", initial), (f"step {result.best_step} (best validation)", final)):

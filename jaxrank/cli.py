@@ -66,7 +66,11 @@ def _parser() -> argparse.ArgumentParser:
         description="Evaluate a TREC run against qrels; output as trec_eval's. Several runs: each is "
         "printed as if alone, in order. Without files, the demo pair shipped with jaxrank is evaluated.",
     )
-    ev.add_argument("qrels", nargs="?", help="qrels file (qid iter docno rel); - reads standard input")
+    ev.add_argument(
+        "qrels",
+        nargs="?",
+        help="qrels file (qid iter docno rel, or BEIR's qrels/<split>.tsv with its header); - reads standard input",
+    )
     ev.add_argument(
         "runs",
         nargs="*",
@@ -146,7 +150,7 @@ def _compare_parser(sub) -> None:
         description="Evaluate several runs on the same qrels (every qrels query; a query missing from "
         "a run scores as with trec_eval -c) and test their differences, with p-values adjusted over the pairs.",
     )
-    cmp.add_argument("qrels", help="qrels file (qid iter docno rel)")
+    cmp.add_argument("qrels", help="qrels file (qid iter docno rel, or BEIR's qrels/<split>.tsv)")
     cmp.add_argument("runs", nargs="+", metavar="RUN", help="run files (at least two); named by file name")
     cmp.add_argument(
         "-m", dest="measures", action="append", metavar="MEASURE", help="measure, as for jaxrank eval; default: map"

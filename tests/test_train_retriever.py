@@ -1,14 +1,19 @@
-"""examples/train_retriever.py: Cranfield reads as documented, the batches and mined
-negatives are what the example says, the quick run learns, and the accumulator's streamed
-evaluation equals jaxrank.evaluate (trec_eval's semantics) on the same retrieved run."""
+"""examples/train_retriever.py: Cranfield reads as documented, and as BEIR's layout written
+from it (benchmarks/beir_layout.py) reads through jaxrank.datasets.read_beir; the batches and
+mined negatives are what the example says, the quick run learns, and the accumulator's
+streamed evaluation equals jaxrank.evaluate (trec_eval's semantics) on the same retrieved run."""
 
+import dataclasses
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import beir_layout  # noqa: E402
 import train_retriever as tr  # noqa: E402
 
 import jaxrank  # noqa: E402
@@ -22,7 +27,7 @@ def data() -> tr.Cranfield:
 
 
 def test_cranfield_reads_as_documented(data):
-    assert len(data.docs) == 1400 and len(data.queries) == 225
+    assert len(data.doc_ids) == 1400 and len(data.queries) == 225 and data.documents() == data.texts
     assert sum(len(r) for r in data.qrels.values()) == 1837
     # cranqrel names queries by their position in cran.qry: its third query is ".I 004".
     assert data.queries[2].split()[:4] == ["what", "problems", "of", "heat"]
@@ -34,7 +39,7 @@ def test_cranfield_reads_as_documented(data):
     # a query shares several times more (idf-weighted) words with its relevant documents
     # named by position than with those named by its .I number.
     assert data.numbers[:3] == ["001", "002", "004"] and data.numbers[-1] == "365"
-    words = [set(t.split()) for t in data.docs]
+    words = [set(t.split()) for t in data.texts]
     df = {}
     for w in words:
         for t in w:
@@ -100,11 +105,45 @@ def test_quick_run_learns_and_the_streamed_evaluation_equals_trec_eval():
     corpus = tr.encode(result.best, docs)
     scores, ids = jaxrank.retrieval.search(tr.encode(result.best, queries[test]), corpus, k=tr.DEPTH)
     run = {
-        str(q + 1): {str(int(i) + 1): float(s) for s, i in zip(srow, irow)}
+        data.query_ids[q]: {data.doc_ids[i]: float(s) for s, i in zip(srow, irow)}
         for q, srow, irow in zip(test, np.asarray(scores), np.asarray(ids))
     }
-    qrels = {str(q + 1): data.qrels[str(q + 1)] for q in test}
+    qrels = {data.query_ids[q]: data.qrels[data.query_ids[q]] for q in test}
     want = jaxrank.evaluate(qrels, run, ["ndcg_cut.10", "recall.100"])
     np.testing.assert_allclose(
         [final["nDCG@10"], final["R@100"]], [want["ndcg_cut_10"], want["recall_100"]], rtol=1e-5, atol=1e-7
     )
+
+
+def test_cranfield_in_beir_layout_reads_and_trains_as_cranfield(data, tmp_path):
+    folder = beir_layout.write(beir_layout.cranfield(DATA), tmp_path / "cranfield")
+    assert sorted(p.name for p in folder.rglob("*") if p.is_file()) == ["corpus.jsonl", "queries.jsonl", "test.tsv"]
+    beir, splits = tr.load(folder)
+    assert type(beir) is jaxrank.datasets.Beir
+    fields = ("doc_ids", "titles", "texts", "query_ids", "queries", "qrels")
+    assert all(getattr(beir, f) == getattr(data, f) for f in fields)
+    for a, b in zip(splits, tr.split_queries(225)):
+        np.testing.assert_array_equal(a, b)
+    # the same arrays whatever the order the qrels were read in: the same training, step by step
+    short = ["--steps", "4", "--refresh", "2", "--bits", "10", "--dim", "8", "--doc-length", "32"]
+    native, layout = tr.main(short), tr.main([*short, "--data", str(folder)])
+    assert native["result"].losses == layout["result"].losses and native["final"] == layout["final"]
+    assert native["result"].history == layout["result"].history
+
+
+def test_a_beir_folder_with_a_train_split_tests_on_its_test_queries(tmp_path):
+    corpus = [(f"d{i}", "", f"text {i}") for i in range(8)]
+    queries = [(f"q{i}", f"query {i}") for i in range(12)]
+    train = [(f"q{i}", f"d{i % 8}", 1) for i in range(9)]
+    test = [(f"q{i}", f"d{i % 8}", 1) for i in range(9, 12)]
+    collection = beir_layout.Collection(corpus, queries, {"train": train, "test": test})
+    folder = beir_layout.write(collection, tmp_path / "tiny")
+    data, (train_q, valid_q, test_q) = tr.load(folder)
+    assert [data.query_ids[q] for q in test_q] == ["q9", "q10", "q11"]
+    # validation carved from the training queries, in Cranfield's proportion (40 of 165)
+    assert len(valid_q) == round(9 * 40 / 165) == 2 and len(train_q) == 7
+    assert sorted(data.query_ids[q] for q in np.concatenate([train_q, valid_q])) == sorted(f"q{i}" for i in range(9))
+    assert data.qrels["q10"] == {"d2": 1} and data.qrels["q3"] == {"d3": 1}
+    collection = dataclasses.replace(collection, qrels={"train": train, "test": test + [("q0", "d1", 1)]})
+    with pytest.raises(ValueError, match="judged in both"):
+        tr.load(beir_layout.write(collection, tmp_path / "overlap"))

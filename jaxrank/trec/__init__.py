@@ -1,7 +1,8 @@
 """The TREC layer: trec_eval's and ndeval's files, modes and output over the measure engine.
 
-Modules, bottom up: :mod:`~jaxrank.trec.files` (qrels and run files <-> arrays; the byte
-parser in ``_parse.py``, trec_eval's order and matching in ``join.py``),
+Modules, bottom up: :mod:`~jaxrank.trec.files` (qrels and run files <-> arrays, BEIR's
+qrels among them; the byte parser in ``_parse.py``, trec_eval's order and matching in
+``join.py``), :mod:`~jaxrank.trec.beir` (a collection in BEIR's layout: corpus, queries, qrels),
 ``_report.py`` (:class:`Report`, trec_eval's summary, ``-Z``'s conversion),
 :mod:`~jaxrank.trec.evaluate` (:func:`evaluate`, :func:`report`: each mode's reader and
 the engine of :mod:`jaxrank.measures`), trec_eval's other modes
@@ -18,6 +19,7 @@ True
 
 from jaxrank.measures import MeasureError, measure_names, parse_measures
 from jaxrank.trec._report import Report
+from jaxrank.trec.beir import Beir, read_beir
 from jaxrank.trec.evaluate import evaluate, report
 from jaxrank.trec.files import (
     Batch,
@@ -34,6 +36,7 @@ from jaxrank.trec.subtopics import read_subtopic_qrels
 
 __all__ = [
     "Batch",
+    "Beir",
     "MeasureError",
     "Qrels",
     "Report",
@@ -43,6 +46,7 @@ __all__ = [
     "evaluate",
     "measure_names",
     "parse_measures",
+    "read_beir",
     "read_qrels",
     "read_run",
     "read_subtopic_qrels",

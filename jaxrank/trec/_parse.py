@@ -222,6 +222,8 @@ class _Spec:
     exact: bool  # qrels: exactly n_fields (as trec_eval); run: at least (the rest is ignored)
     value_field: int
     fmt: str
+    docno_field: int = 2
+    header: bool = False  # line 1 is a header, not an entry (BEIR's qrels)
 
     def count_error(self, got: int) -> str:
         return f"expected {self.n_fields} fields ({self.fmt}), got {got}"
@@ -233,6 +235,9 @@ class _Spec:
 
 _RUN = _Spec("run", 6, False, 4, "qid Q0 docno rank score tag")
 _QRELS = _Spec("qrels", 4, True, 3, "qid iter docno rel")
+# BEIR's qrels/<split>.tsv: a header line, then query-id, corpus-id, score (tab-separated).
+_BEIR_QRELS = _Spec("qrels", 3, True, 2, "query-id corpus-id score, under BEIR's header", docno_field=1, header=True)
+_BEIR_HEADER = [b"query-id", b"corpus-id", b"score"]
 
 _SPACE = np.zeros(256, dtype=bool)
 _SPACE[[9, 10, 11, 12, 13, 32]] = True  # C isspace() in the C locale
@@ -276,6 +281,7 @@ class _Block:
     docnos: np.ndarray  # bytes, width a multiple of 8
     values: np.ndarray  # float64 scores or int64 rels
     tag: bytes | None  # the run tag of the block's last entry
+    spec: _Spec  # how the block was read (a qrels file's layout is told by its first line)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -383,6 +389,8 @@ def _parse_block(text: _Text, spec: _Spec, name: str) -> _Block:
             error = (k, "NUL byte in the line")
     if error is not None:  # parse the lines before it: one of them may fail first
         data[error[0] :] = False
+    if spec.header and text.first_line == 1:
+        data[0] = False
     lines = _Lines(text.first_line, None)
     if not data.all():
         keep = np.flatnonzero(data)
@@ -392,7 +400,7 @@ def _parse_block(text: _Text, spec: _Spec, name: str) -> _Block:
         first = first[keep]
 
     qids = _as_bytes(_left_words(text, *_field(starts, ends, first, 0)))
-    docnos = _as_bytes(_left_words(text, *_field(starts, ends, first, 2)))
+    docnos = _as_bytes(_left_words(text, *_field(starts, ends, first, spec.docno_field)))
     s, lens = _field(starts, ends, first, spec.value_field)
     width = min(4, max(1, -(-int(lens.max()) // 8))) if lens.size else 1
     values, ok = _parse_decimals(_right_bytes(text, s + lens, lens, width), lens, body[s])
@@ -420,7 +428,23 @@ def _parse_block(text: _Text, spec: _Spec, name: str) -> _Block:
         t, lens_t = _field(starts, ends, first, 5)
         if t.size:
             tag = body[t[-1] : t[-1] + lens_t[-1]].tobytes()
-    return _Block(lines, qids, docnos, values, tag)
+    return _Block(lines, qids, docnos, values, tag, spec)
+
+
+def _layout(spec: _Spec, text: _Text, name: str) -> _Spec:
+    """How to read a qrels file, from its first line (``text`` is its first block): BEIR's
+    qrels under their header ``query-id corpus-id score``, else trec_eval's. A ``.tsv`` file
+    of three fields without that header is refused: BEIR's layout without its header line."""
+    if spec is not _QRELS:
+        return spec
+    first = text.body[: text.newlines[0]].tobytes().split()
+    if first == _BEIR_HEADER:
+        return _BEIR_QRELS
+    if len(first) == 3 and name.endswith((".tsv", ".tsv.gz")):
+        got = " ".join(w.decode(errors="replace") for w in first)
+        reason = f"a BEIR qrels file starts with the header line query-id<TAB>corpus-id<TAB>score, got {got!r}"
+        raise TrecFormatError(name, 1, reason)
+    return spec
 
 
 STDIN = "-"  # the file name that means standard input (trec_eval 10 reads a run so)
@@ -511,6 +535,8 @@ def _blocks(path: Path, spec: _Spec) -> Iterator[_Block]:
         pending: deque[Future[_Block]] = deque()
         try:
             for text in _texts(path, name):
+                if text.first_line == 1:
+                    spec = _layout(spec, text, name)
                 pending.append(pool.submit(_parse_block, text, spec, name))
                 if len(pending) > _THREADS:
                     yield pending.popleft().result()

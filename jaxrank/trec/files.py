@@ -5,6 +5,9 @@ Reading follows trec_eval (``get_qrels.c``, ``get_trec_results.c``, ``form_res_r
 * qrels lines are ``qid iter docno rel`` and run lines ``qid Q0 docno rank score tag``, fields
   separated by any ASCII whitespace; ``iter``, ``Q0`` and ``rank`` are ignored, and a run line
   may carry extra fields after the tag (ignored, as trec_eval does).
+* A qrels file whose first line is BEIR's header ``query-id<TAB>corpus-id<TAB>score``
+  (``qrels/<split>.tsv`` of BEIR's layout) is read as ``qid docno rel`` lines below it, with
+  the same rules; a ``.tsv`` file of three fields without that header is refused.
 * Blank lines and lines whose first non-blank character is ``#`` are ignored (trec_eval
   rejects blank lines in qrels; being lenient there changes no result).
 * The documents of a query are ranked by score descending, ties broken by docno descending
@@ -213,6 +216,7 @@ def _from_blocks(name: str, spec: _Spec, blocks: Iterable[_Block]) -> _Entries:
     heads, head_lens, docnos, values, lines = [], [], [], [], []
     tag = None
     for block in blocks:
+        spec = block.spec  # a qrels file's first line may have told another layout
         if block.qids.size == 0:
             continue
         q = _words(block.qids)  # qids come in long runs: keep one per run
@@ -339,14 +343,18 @@ def read_qrels(source: Source) -> Qrels:
     """Read relevance judgments.
 
     Args:
-        source: a path to a qrels file (``qid iter docno rel`` lines; ``.gz`` allowed), a
-            pytrec_eval-style dict ``{qid: {docno: rel}}``, an iterable of records with
-            attributes ``query_id, doc_id, relevance`` (ir_measures' ``Qrel``), or a
-            DataFrame with those columns.
+        source: a path to a qrels file (``qid iter docno rel`` lines, or BEIR's
+            ``qrels/<split>.tsv``: the header ``query-id<TAB>corpus-id<TAB>score``, then
+            ``qid docno rel`` lines; ``.gz`` allowed), a pytrec_eval-style dict
+            ``{qid: {docno: rel}}``, an iterable of records with attributes
+            ``query_id, doc_id, relevance`` (ir_measures' ``Qrel``), or a DataFrame with
+            those columns.
 
     Raises:
-        TrecFormatError: a line without exactly 4 fields, a rel that is not an integer (``1.0``
-            and ``1e0`` are 1, as trec_eval reads them; ``0.5`` is refused), a document judged twice for a query, an empty, missing or unreadable file.
+        TrecFormatError: a line without exactly 4 fields (3 in BEIR's layout), a rel that is
+            not an integer (``1.0`` and ``1e0`` are 1, as trec_eval reads them; ``0.5`` is
+            refused), a document judged twice for a query, a ``.tsv`` file of three fields
+            without BEIR's header, an empty, missing or unreadable file.
 
     >>> q = read_qrels({"q1": {"d2": 1, "d1": 0}, "q0": {"d9": -1}})
     >>> q.qids.tolist(), q.offsets.tolist(), q.to_dict()["q1"] == {"d1": 0, "d2": 1}
@@ -420,7 +428,7 @@ class _Scattered(Exception):
 def _cut(block: _Block, lo: int, hi: int) -> _Block:
     lines = block.lines
     lines = _Lines(lines.first + lo, None) if lines.listed is None else _Lines(lines.first, lines.listed[lo:hi])
-    return _Block(lines, block.qids[lo:hi], block.docnos[lo:hi], block.values[lo:hi], block.tag)
+    return _Block(lines, block.qids[lo:hi], block.docnos[lo:hi], block.values[lo:hi], block.tag, block.spec)
 
 
 def _run_parts(path: str | os.PathLike) -> Iterator[Run]:

@@ -1,0 +1,119 @@
+"""benchmarks/bench_retriever.py: folds that hold out every query once with validation from
+the training queries, the baselines' losses against their formulas, rows from the command
+line, and a small run end to end: a grid value chosen on validation, later seeds on it alone,
+every test query judged."""
+
+import json
+import sys
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import beir_layout  # noqa: E402
+import bench_retriever as br  # noqa: E402
+
+
+@pytest.mark.parametrize("n, k", [(225, 5), (30, 5), (11, 2)])
+def test_folds_hold_out_every_query_once_and_validate_on_training_queries(n, k):
+    for seed in (0, 1):
+        splits = br.folds(n, k, seed)
+        tests = np.concatenate([s[2] for s in splits])
+        assert sorted(tests.tolist()) == list(range(n))
+        for train, valid, test in splits:
+            assert len(np.intersect1d(train, valid)) == len(np.intersect1d(train, test)) == 0
+            assert len(np.intersect1d(valid, test)) == 0 and len(train) + len(valid) + len(test) == n
+            assert len(valid) == round((n - len(test)) * 40 / 165)
+    assert not np.array_equal(br.folds(n, k, 0)[0][2], br.folds(n, k, 1)[0][2])
+
+
+def _toy():
+    """Two queries, five documents (the last one padding); query 0 has two positives."""
+    rng = np.random.default_rng(0)
+    q, d = rng.normal(size=(2, 3)), rng.normal(size=(5, 3))
+    positives = np.array([[1, 3], [0, -1]])
+    where = np.array([True, True, True, True, False])
+    return q, d, positives, where
+
+
+def test_infonce_is_one_softmax_per_relevant_document_without_the_other_positives():
+    q, d, positives, where = _toy()
+    s = q @ d.T / 0.1
+    want = []
+    for i, pos in enumerate(positives):
+        pos = [p for p in pos if p >= 0]
+        for p in pos:
+            keep = [j for j in range(4) if j == p or j not in pos]
+            want.append(np.log(np.exp(s[i, keep]).sum()) - s[i, p])
+    got = br.infonce(jnp.asarray(q), jnp.asarray(d), jnp.asarray(positives), None, jnp.asarray(where), 0.1)
+    np.testing.assert_allclose(got, np.mean(want), rtol=1e-5)
+
+
+def test_softmax_takes_every_positive_as_the_target_at_once():
+    q, d, positives, where = _toy()
+    s = q @ d.T / 0.05
+    want = []
+    for i, pos in enumerate(positives):
+        pos = [p for p in pos if p >= 0]
+        log_z = np.log(np.exp(s[i, :4]).sum())
+        want.append(np.mean([log_z - s[i, p] for p in pos]))
+    got = br.softmax(jnp.asarray(q), jnp.asarray(d), jnp.asarray(positives), None, jnp.asarray(where), 0.05)
+    np.testing.assert_allclose(got, np.mean(want), rtol=1e-5)
+
+
+def test_rows_from_the_command_line():
+    assert br.parse_row("default") is br.BUILTIN["default"]
+    row = br.parse_row("mine=lambda q, d, p, w, t: losses.retrieval_loss(q / t, d, p, where=w, ranker=softsort(0.1))")
+    assert row.name == "mine" and row.grid == br.SCALES
+    q, d, positives, where = _toy()
+    gains = np.where(positives >= 0, 1, 0)
+    args = (jnp.asarray(q), jnp.asarray(d), jnp.asarray(positives), jnp.asarray(gains), jnp.asarray(where), 1.0)
+    assert np.isfinite(row.loss(*args)) and 0 <= row.loss(*args) <= 1
+    row = br.parse_row("sharp=(lambda q, d, p, w, t: losses.retrieval_loss(q / t, d, p, where=w), (1, 0.5, 0.2, 0.1))")
+    assert row.grid == (1.0, 0.5, 0.2, 0.1) and row.describe.startswith("(lambda")
+    for bad in ("nonsense", "default=lambda q, d, p, w, t: 0", "x=(lambda q, d, p, w, t: 0, (1, 2))", "x=lambda: ("):
+        with pytest.raises(SystemExit, match="--rows"):
+            br.parse_row(bad)
+
+
+def test_a_small_run_chooses_on_validation_and_judges_every_test_query(tmp_path, capsys):
+    cranfield = beir_layout.cranfield(ROOT / "tests" / "data" / "cranfield")
+    queries = cranfield.queries[:24]
+    kept = {q for q, _ in queries}
+    small = beir_layout.Collection(
+        cranfield.docs[:600],
+        queries,
+        {"test": [(q, d, s) for q, d, s in cranfield.qrels["test"] if q in kept and int(d) <= 600]},
+    )
+    folder = beir_layout.write(small, tmp_path / "small")
+    argv = ["--data", str(folder), "--rows", "default", "--encoders", "mlp", "--seeds", "2", "--folds", "2"]
+    argv += [
+        "--steps",
+        "4",
+        "--refresh",
+        "2",
+        "--batch",
+        "4",
+        "--resamples",
+        "200",
+        "--json",
+        str(tmp_path / "out.json"),
+    ]
+    br.main(argv)
+    out = json.loads((tmp_path / "out.json").read_text())
+    judged = {q for q, _, _ in small.qrels["test"]}
+    assert out["small"]["how"].startswith("2-fold cross-validation over its 24 queries")
+    for name, grid in (("infonce", br.TEMPERATURES), ("default", br.SCALES)):
+        row = out["small"]["mlp"]["rows"][name]
+        assert sorted(map(float, row["grid"])) == sorted(grid) and row["chosen"] in grid
+        valid = {float(t): np.mean(r["valid"]) for t, r in row["grid"].items()}
+        assert valid[row["chosen"]] == max(valid.values())
+        for runs in [*row["grid"].values(), *row["seeds"]]:
+            assert set(runs["test"]["ndcg_cut.10"]) == judged and len(runs["steps"]) == 2
+        assert len(row["seeds"]) == 1  # the second seed ran the chosen value alone
+    assert "default ndcg_cut.10" in out["small"]["stats"]["mlp"]
+    printed = capsys.readouterr().out
+    assert "| mlp | default | losses.retrieval_loss" in printed and "### Against InfoNCE, every collection" in printed
