@@ -73,6 +73,14 @@ def test_softsort_at_the_positives_equals_the_dense_labels(metric, kw, ranker, t
     _assert_equal_to_dense(metric, ranker, kw, seed=len(kw), ties=ties)
 
 
+@pytest.mark.parametrize("metric, kw", RELEVANT_ONLY, ids=lambda v: getattr(v, "__name__", str(v)))
+@pytest.mark.parametrize("ties", [False, True], ids=["distinct", "ties"])
+def test_laplace_at_the_positives_equals_the_dense_labels(metric, kw, ties):
+    # the positives path sums the steps over the list (and AP's, RR's counts over the pairs of
+    # relevant items); the dense path runs the recurrences over the sorted list
+    _assert_equal_to_dense(metric, jaxrank.laplace(), kw, seed=len(kw) + 7, ties=ties)
+
+
 @pytest.mark.parametrize(
     "metric, kw",
     [
