@@ -46,7 +46,8 @@ where, t) -> loss`` with ``t`` from its grid:
   ``jax``, the rankers (``softsort``, ``approx``, ...) and ``positives``, gives the loss
   ``lambda q, d, p, w, t: ...`` (``p`` a ``jaxrank.positives``, ``w`` the ``[M]`` mask of
   real documents; per-query losses are averaged), or a pair ``(loss, grid)``; the grid is
-  :data:`SCALES` when not given, and must have as many values as InfoNCE's.
+  :data:`SCALES` when not given, and must have as many values as InfoNCE's. ``t`` reaches it
+  as a Python number, so it may set a ranker (``laplace(t)``): one compiled loss per value.
 
 Choices, on validation queries only: each (encoder, row) takes the grid value of the best
 mean validation nDCG@10 (at each run's chosen step) over the first seed's runs; every later
@@ -70,6 +71,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import sys
 import tempfile
@@ -142,6 +144,7 @@ class Row:
     loss: tr.LossFn
     grid: tuple[float, ...]
     describe: str
+    static: bool = False  # the grid value reaches the loss as a Python float (a ranker's argument)
 
 
 BUILTIN = {
@@ -176,7 +179,7 @@ def parse_row(spec: str) -> Row:
     fn, grid = built if isinstance(built, tuple) else (built, SCALES)
     if not callable(fn) or len(grid) != len(TEMPERATURES):
         raise SystemExit(f"--rows {name}: give a loss, or (loss, grid) with {len(TEMPERATURES)} grid values")
-    return Row(name.strip(), _user_loss(fn), tuple(float(v) for v in grid), expression.strip())
+    return Row(name.strip(), _user_loss(fn), tuple(float(v) for v in grid), expression.strip(), static=True)
 
 
 # --- the second encoder -----------------------------------------------------------------
@@ -270,12 +273,15 @@ class Runs:
 
 def run_seed(c: Collection, seed: int, tokens, model_type, row: Row, t: float, args) -> Runs:
     out = Runs()
+    # a command-line row may build a ranker from t, which must then be a Python number: the
+    # loss is compiled once per grid value (one partial for every fold); built-in rows trace t
+    loss_fn, loss_args = (functools.partial(row.loss, t=t), ()) if row.static else (row.loss, (jnp.float32(t),))
     for f, split in enumerate(c.splits[seed]):
         result = tr.train(
             c.data,
             split,
-            loss_fn=row.loss,
-            loss_args=(jnp.float32(t),),
+            loss_fn=loss_fn,
+            loss_args=loss_args,
             steps=args.steps,
             refresh=args.refresh,
             seed=100 * seed + f,
