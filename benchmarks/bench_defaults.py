@@ -70,7 +70,8 @@ def make_objective(expression: str):
     (``"lambda s, y, w: softmax_cross_entropy(s, y, where=w)"``). ``metric_loss`` always
     gets the recipe's ``gain="exp"``.
     """
-    names = {n: getattr(jaxrank, n) for n in ("approx", "softrank", "neuralsort", "softsort", "gumbel", "hard")}
+    rankers = ("approx", "softrank", "neuralsort", "softsort", "laplace", "gumbel", "hard")
+    names = {n: getattr(jaxrank, n) for n in rankers}
     names.update({n: getattr(losses, n) for n in losses.__all__})
     if expression == "default":
         return functools.partial(_ranker_objective, ranker=losses.metric_loss.__kwdefaults__["ranker"])
@@ -89,7 +90,7 @@ def _ranker_objective(scores, labels, where, *, ranker):
 
 def training_key(expression: str) -> str:
     """What an expression trains, for reuse: ``default`` and the ranker it equals
-    (``softsort()`` while that is ``metric_loss``'s default) train the same model."""
+    (``laplace()`` while that is ``metric_loss``'s default) train the same model."""
     if expression == "default":
         return repr(losses.metric_loss.__kwdefaults__["ranker"])
     built = make_objective(expression)

@@ -57,7 +57,7 @@ def test_cv_prints_a_table_per_recipe_with_lightgbm_and_paired_differences(share
     bench_defaults.main(
         [
             "--cv", "2", "--steps", "2", "--seeds", "1", "--recipe", "both",
-            "--rankers", "default", "softsort()", "approx()",
+            "--rankers", "default", "laplace()", "approx()",
             "--data", str(shared_data / "lambdarank"),
         ]
     )  # fmt: skip
@@ -68,8 +68,8 @@ def test_cv_prints_a_table_per_recipe_with_lightgbm_and_paired_differences(share
     assert out.count("(251 judged queries)") == 2
     rows = [line for line in out.splitlines() if line.startswith("| `metric_loss default")]
     assert len(rows) == 2 and all(line.count(" p ") == 2 for line in rows)  # vs LightGBM and vs approx()
-    # metric_loss's default is softsort(): trained once, the same per-query values
-    twins = [line for line in out.splitlines() if line.startswith("| `softsort()`")]
+    # metric_loss's default is laplace(): trained once, the same per-query values
+    twins = [line for line in out.splitlines() if line.startswith("| `laplace()`")]
     assert [r.split("|")[2:] for r in rows] == [r.split("|")[2:] for r in twins]
 
 
@@ -83,5 +83,5 @@ def test_an_expression_names_a_loss_over_jaxrank_losses():
     np.testing.assert_allclose(
         objective(scores, labels, where), losses.softmax_cross_entropy(scores, labels, where=where)
     )
-    assert bench_defaults.training_key("default") == bench_defaults.training_key("softsort()")
-    assert bench_defaults.training_key("softsort()") != bench_defaults.training_key("approx()")
+    assert bench_defaults.training_key("default") == bench_defaults.training_key("laplace()")
+    assert bench_defaults.training_key("laplace()") != bench_defaults.training_key("approx()")

@@ -30,7 +30,7 @@ from jaxrank.ranking.backend import bucket
 _LIBRARIES = ("lightgbm", "xgboost")
 _HESSIANS = ("gradient", "exact", "hutchinson", "constant")
 # The objective chosen for trees on validation queries only (benchmarks/bench_gbdt.py, docs/training.md):
-# metric_loss's own default ranker, softsort(), trains below LambdaMART there.
+# metric_loss's own default ranker (softsort() when this was measured) trains below LambdaMART there.
 TREE_RANKER = approx(1.0)
 TREE_K = 10
 TREE_HESSIAN = "hutchinson"
@@ -121,7 +121,8 @@ def gbdt_objective(
     ranking objectives. ``normalize=False`` returns the loss's own derivatives.
 
     **The tree default.** The loss matters more than the Hessian, and ``metric_loss``'s default
-    ranker (``softsort()``, chosen for neural models) trains trees below LambdaMART. So when
+    ranker (``softsort()`` when it was measured; now ``laplace()``, chosen for its laws) trains trees
+    below LambdaMART. So when
     ``loss`` is :func:`jaxrank.losses.metric_loss` or :func:`jaxrank.losses.ndcg_loss` left at
     its default ranker and cutoff (the function itself, or a ``functools.partial`` of it that
     gives neither ``ranker`` nor ``k`` nor another metric: :func:`tree_default`), the objective

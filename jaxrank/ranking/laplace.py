@@ -57,7 +57,7 @@ class LaplaceRanks(PointRanks):
     order: Optional[jax.Array]
     scale: jax.Array
     tau: float = 0.5
-    reach: float = 0.2
+    reach: float = 0.35
 
     def cutoff_width(self) -> jax.Array:
         """The cutoff's width, ``tau`` positions: the ranks never collapse (the temperature
@@ -122,7 +122,7 @@ class LaplaceRanker:
 
     temperature: float = 0.5
     cutoff_temperature: float = 0.5
-    reach: float = 0.2
+    reach: float = 0.35
     top: int = 10
 
     smooth = True
@@ -170,7 +170,7 @@ class LaplaceRanker:
 
 
 def laplace(
-    temperature: float = 0.5, *, cutoff_temperature: float = 0.5, reach: float = 0.2, top: int = 10
+    temperature: float = 0.5, *, cutoff_temperature: float = 0.5, reach: float = 0.35, top: int = 10
 ) -> LaplaceRanker:
     """Smooth point ranks from Laplace steps, at a temperature relative to the list's top.
 
