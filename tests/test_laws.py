@@ -69,7 +69,7 @@ def _by_rank(s: np.ndarray, where: np.ndarray) -> np.ndarray:
     return valid[np.argsort(-s[valid], kind="stable")]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _value_and_grad(name: str, dtype):
     """The jitted value and gradient of a default, one per (default, dtype): every drawn list
     has the padded size, so each compiles once."""
