@@ -97,33 +97,14 @@ def _clean(text: str) -> str:
     return " ".join(text.split())
 
 
-def smart_records(path: Path) -> list[dict[str, str]]:
-    """The ``.I``-delimited records of a SMART-format file: ``{"I": id, "T": ..., "W": ...}``,
-    each field's lines joined; a field is a line holding ``.X`` alone (X a capital letter)."""
-    records: list[dict[str, str]] = []
-    field = None
-    with open(path, encoding="utf-8") as f:  # universal newlines: some files are CRLF
-        for line in f:
-            line = line.rstrip("\n")
-            if line.startswith(".I "):
-                records.append({"I": line[3:].strip()})
-                field = None
-            elif re.fullmatch(r"\.[A-Z]\s*", line):
-                field = line[1]
-                records[-1][field] = ""
-            elif field is not None:
-                records[-1][field] += line + "\n"
-    return records
-
-
 def _smart_docs(path: Path, title: bool = True) -> list[tuple[str, str, str]]:
-    return [(r["I"], _clean(r.get("T", "")) if title else "", _clean(r.get("W", ""))) for r in smart_records(path)]
+    return [(r["I"], _clean(r.get("T", "")) if title else "", _clean(r.get("W", ""))) for r in tr.smart_records(path)]
 
 
 def _smart_queries(path: Path) -> list[tuple[str, str]]:
     """Queries of a SMART file: ``.T`` and ``.W`` joined; a record without text is skipped."""
     out = []
-    for r in smart_records(path):
+    for r in tr.smart_records(path):
         text = _clean(r.get("T", "") + " " + r.get("W", ""))
         if text:
             out.append((str(int(r["I"])), text))

@@ -102,17 +102,20 @@ class Cranfield(Beir):
     numbers: list[str] = dataclasses.field(default_factory=list)
 
 
-def _records(path: Path) -> list[dict[str, str]]:
-    """The ``.I``-delimited records of a SMART-format file: ``{"I": ..., "T": ..., "W": ...}``."""
+def smart_records(path: Path) -> list[dict[str, str]]:
+    """The ``.I``-delimited records of a SMART-format file (gzipped or not):
+    ``{"I": id, "T": ..., "W": ...}``, each field's lines joined; a field is a line holding
+    ``.X`` alone (X a capital letter)."""
     records: list[dict[str, str]] = []
     field = None
-    with gzip.open(path, "rt", encoding="ascii") as f:  # universal newlines: the files are CRLF
+    opened = gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else open(path, encoding="utf-8")
+    with opened as f:  # universal newlines: some files are CRLF
         for line in f:
             line = line.rstrip("\n")
             if line.startswith(".I "):
                 records.append({"I": line[3:].strip()})
                 field = None
-            elif re.fullmatch(r"\.[TABW]\s*", line):
+            elif re.fullmatch(r"\.[A-Z]\s*", line):
                 field = line[1]
                 records[-1][field] = ""
             elif field is not None:
@@ -139,10 +142,10 @@ def load_cranfield(data_dir: Path = DEFAULT_DATA) -> Cranfield:
     tests/test_train_retriever.py). Queries are therefore named by position.
     """
     data_dir = Path(data_dir)
-    docs = _records(data_dir / "cran.all.1400.gz")
+    docs = smart_records(data_dir / "cran.all.1400.gz")
     if [d["I"] for d in docs] != [str(i + 1) for i in range(len(docs))]:
         raise ValueError(f"{data_dir}: documents are not numbered 1..{len(docs)} in order")
-    queries = _records(data_dir / "cran.qry.gz")
+    queries = smart_records(data_dir / "cran.qry.gz")
     qrels: dict[str, dict[str, int]] = {}
     with gzip.open(data_dir / "cranqrel.gz", "rt", encoding="ascii") as f:
         for line in f:
