@@ -233,9 +233,12 @@ def test_retrieval_loss_with_documents_sharded_over_8_devices_equals_one_device(
         where = jnp.asarray(rng.random(256) < 0.9)
         d48 = d[:48]  # 6 documents a device: fewer than the cutoff
         idx48 = np.where(idx < 48, idx, -1)
+        # 32 copies of one document, 4 a device: the top of about half the lists is tied, so
+        # laplace's temperature falls back on the list's spread (a branch with collectives)
+        d_tied = d.at[::8].set(5 * jnp.ones(8))
         for ranker, k, d, idx in [
             (None, 10, d, idx), (jaxrank.approx(), None, d, idx), (jaxrank.softrank(), 10, d, idx),
-            (None, 10, d48, idx48),
+            (None, 10, d48, idx48), (None, 10, d_tied, idx),
         ]:
             where_d = where[: d.shape[0]]
             def one(q, d, idx=idx, where_d=where_d, ranker=ranker, k=k):

@@ -10,6 +10,7 @@ the relevant candidates only (:mod:`jaxrank.ranking.positives`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Optional
 
@@ -20,7 +21,7 @@ from jax import lax
 from jaxrank import _checks, metrics
 from jaxrank.losses._metric import _smooth_ranker
 from jaxrank.metrics.positives import evaluate
-from jaxrank.ranking.backend import scores_per_block
+from jaxrank.ranking.backend import LIST_STATISTICS, scores_per_block
 from jaxrank.ranking.laplace import laplace
 from jaxrank.ranking.positives import Positives
 from jaxrank.ranking.positives import positives as _positives
@@ -72,7 +73,7 @@ def retrieval_loss(
       where: ``bool[M]`` or ``bool[Q, M]``, the candidates of each list (a corpus's
         padding, or a query's known false negatives).
       block: queries scored at once (default: as many as keep a block's scores near
-        :func:`jaxrank.ranking.backend.scores_per_block`, 2^20 on CPU, 2^24 elsewhere, and at
+        :func:`jaxrank.ranking.backend.scores_per_block`, 2^20 on CPU, 2^27 elsewhere, and at
         least 32, since each block reads every document); must divide ``Q``.
       axis_name: the ``shard_map`` axis the documents are sharded over; each device scores
         its own block and only per-query sums and the top ``k`` cross devices. The result
@@ -114,7 +115,8 @@ def retrieval_loss(
     block = _block(block, n_queries, local)
     kwargs = dict(metric_kwargs, k=k, ranker=ranker)
 
-    @jax.checkpoint
+    # the block's scores are recomputed in the backward pass; its lists' statistics are kept
+    @functools.partial(jax.checkpoint, policy=jax.checkpoint_policies.save_only_these_names(LIST_STATISTICS))
     def per_block(inputs):
         q, idx, g, w = inputs
         scores = jnp.matmul(q, documents.T, preferred_element_type=jnp.float32)

@@ -421,11 +421,17 @@ def screened_top_k(x: jax.Array, depth: int) -> tuple[jax.Array, jax.Array]:
     return values, chunk * SCREEN + at % SCREEN
 
 
+#: The ``jax.ad_checkpoint.checkpoint_name`` of a ranker's per-list statistics (``[..., 1]``,
+#: such as a temperature read off the list's top): a blocked loss saves them for its
+#: backward pass, where recomputing them would take passes over every block's scores.
+LIST_STATISTICS = "jaxrank.list_statistics"
+
+
 def scores_per_block() -> int:
     """How many scores a blocked computation (``losses.retrieval_loss``) holds at once: on
     CPU, blocks that stay in cache; elsewhere, few large blocks (each block of a sequential
     loop costs kernel launches, and device memory is ample)."""
-    return 1 << 20 if jax.default_backend() == "cpu" else 1 << 24
+    return 1 << 20 if jax.default_backend() == "cpu" else 1 << 27
 
 
 # Sums -----------------------------------------------------------------------------------

@@ -14,9 +14,10 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jax.ad_checkpoint import checkpoint_name
 
 from jaxrank import _checks
-from jaxrank.ranking.backend import argsort_descending, cumsum, linear_recurrence, sort_key
+from jaxrank.ranking.backend import LIST_STATISTICS, argsort_descending, cumsum, linear_recurrence, sort_key
 from jaxrank.ranking.pairwise import PointRanks
 from jaxrank.ranking.positives import ListAxis, Positives
 from jaxrank.ranking.smooth import _inputs, _positive, _spread, soft_cutoff
@@ -31,13 +32,24 @@ def _step(x: jax.Array) -> jax.Array:
     return jnp.where(x >= 0, 1 - half, half)
 
 
-def _top_gap(top: jax.Array, m: jax.Array, spread: jax.Array, depth: int) -> jax.Array:
+def _top_gap(top: jax.Array, m: jax.Array, depth: int) -> jax.Array:
     """The mean gap between consecutive scores among the first ``min(m, depth + 1)`` of the
-    descending ``top[..., >= depth + 1 or m]``; the list's ``spread`` where that is 0 (a tied
-    top, or fewer than two items). ``[..., 1]``."""
+    descending ``top[..., >= depth + 1 or m]``: 0 for a tied top or fewer than two items.
+    ``[..., 1]``."""
     last = jnp.clip(jnp.minimum(m, depth + 1) - 1, 0, top.shape[-1] - 1)
-    gap = (top[..., :1] - jnp.take_along_axis(top, last, axis=-1)) / jnp.maximum(last, 1).astype(top.dtype)
-    return jnp.where(gap > 0, gap, spread)
+    return (top[..., :1] - jnp.take_along_axis(top, last, axis=-1)) / jnp.maximum(last, 1).astype(top.dtype)
+
+
+def _scale(temperature: float, gap: jax.Array, x: jax.Array, valid: jax.Array, list_axis=None) -> jax.Array:
+    """``temperature`` times the top ``gap``, or times the list's spread where the gap is 0;
+    the spread (three passes over the list) is taken only when some list needs it. Named
+    :data:`~jaxrank.ranking.backend.LIST_STATISTICS`, so that a blocked loss keeps it
+    rather than recompute the list's top in its backward pass."""
+    x = lax.stop_gradient(x)
+    spread = lax.cond(
+        jnp.any(gap <= 0), lambda: _spread(x, valid, list_axis), lambda: jnp.ones_like(gap, dtype=x.dtype)
+    )
+    return checkpoint_name(temperature * jnp.where(gap > 0, gap, spread), LIST_STATISTICS)
 
 
 @functools.partial(
@@ -143,7 +155,7 @@ class LaplaceRanker:
         m = jnp.sum(valid, axis=-1, keepdims=True)
         order = argsort_descending(sort_key(lax.stop_gradient(x), valid))
         top = jnp.where(jnp.arange(n) < m, jnp.take_along_axis(lax.stop_gradient(x), order, axis=-1), 0)
-        scale = self.temperature * _top_gap(top, m, lax.stop_gradient(_spread(x, valid)), self.top)
+        scale = _scale(self.temperature, _top_gap(top, m, self.top), x, valid)
         ranks = _ranks_in_order(x, order, valid, valid, scale)
         return LaplaceRanks(ranks, valid, x, order, scale, self.cutoff_temperature, self.reach)
 
@@ -160,7 +172,7 @@ class LaplaceRanker:
         x, valid = _inputs(scores, where, list_axis=axis)
         m = axis.sum(jnp.sum(valid, axis=-1, keepdims=True))
         _, _, top = axis.top(lax.stop_gradient(x), valid, min(self.top + 1, axis.size))
-        scale = self.temperature * _top_gap(top, m, lax.stop_gradient(_spread(x, valid, axis)), self.top)
+        scale = _scale(self.temperature, _top_gap(top, m, self.top), x, valid, axis)
         at = axis.at(x, positives.indices)
         named = positives.valid & (axis.at(valid.astype(jnp.int32), positives.indices) > 0)
         keep = valid[..., None, :] & (positives.indices[..., :, None] != axis.offset + jnp.arange(x.shape[-1]))
