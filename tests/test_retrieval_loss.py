@@ -81,6 +81,11 @@ def test_laplace_at_the_positives_equals_the_dense_labels(metric, kw, ties):
     _assert_equal_to_dense(metric, jaxrank.laplace(), kw, seed=len(kw) + 7, ties=ties)
 
 
+@pytest.mark.parametrize("metric, kw", RELEVANT_ONLY, ids=lambda v: getattr(v, "__name__", str(v)))
+def test_bound_at_the_positives_equals_the_dense_labels(metric, kw):
+    _assert_equal_to_dense(metric, jaxrank.bound(0.5), kw, seed=len(kw) + 11, ties=True)
+
+
 @pytest.mark.parametrize(
     "metric, kw",
     [
@@ -238,7 +243,7 @@ def test_retrieval_loss_with_documents_sharded_over_8_devices_equals_one_device(
         d_tied = d.at[::8].set(5 * jnp.ones(8))
         for ranker, k, d, idx in [
             (None, 10, d, idx), (jaxrank.approx(), None, d, idx), (jaxrank.softrank(), 10, d, idx),
-            (None, 10, d48, idx48), (None, 10, d_tied, idx),
+            (None, 10, d48, idx48), (None, 10, d_tied, idx), (jaxrank.bound(), None, d, idx),
         ]:
             where_d = where[: d.shape[0]]
             def one(q, d, idx=idx, where_d=where_d, ranker=ranker, k=k):

@@ -38,6 +38,10 @@ RANKERS = {
     "softsort_sinkhorn": lambda t: jaxrank.softsort(t, sinkhorn=3, units="std"),
     "gumbel_approx": lambda t: jaxrank.gumbel(jaxrank.approx(t, units="std"), samples=3, key=1),
 }
+# Upper bounds of the ranks: they do not tend to the exact ranks as T -> 0 (an item above
+# adds its distance over T), so they skip the limit tests; every other test takes them.
+BOUNDS = {"bound": lambda t: jaxrank.bound(t)}
+ANY = {**RANKERS, **BOUNDS}
 # softsort's Sinkhorn path is the one neuralsort_sinkhorn takes: tested in the limit
 # and edge-case tests only, to keep the number of compiled programs down.
 CORE = [r for r in RANKERS if r != "softsort_sinkhorn"]
@@ -134,11 +138,11 @@ def test_gumbel_around_the_exact_ranker_samples_plackett_luce():
 # ---------------------------------------------------------------------------------
 # Gradients
 # ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", CORE)
+@pytest.mark.parametrize("name", [*CORE, *BOUNDS])
 def test_gradients_match_finite_differences(name):
     _, labels, where = _tie_free(seed=11)
     scores = jnp.asarray(np.random.default_rng(11).normal(size=SHAPE))
-    ranker = RANKERS[name](T)
+    ranker = ANY[name](T)
     names = OPS
 
     # The jitted value and autodiff gradient (compiled once, shared with the
@@ -174,12 +178,12 @@ def _edge_cases(dtype):
     return scores, labels, where
 
 
-@pytest.mark.parametrize("name", list(RANKERS))
+@pytest.mark.parametrize("name", list(ANY))
 def test_gradients_are_finite_for_masks_ties_zero_labels_and_huge_scores(name):
     names = OPS
     for dtype in (jnp.float64, jnp.float32, jnp.bfloat16):
         scores, labels, where = _edge_cases(dtype)
-        values, grad = _values_and_grad(scores, labels, where, RANKERS[name](T), names)
+        values, grad = _values_and_grad(scores, labels, where, ANY[name](T), names)
         assert grad.dtype == dtype
         values, grad = np.asarray(values), np.asarray(grad, np.float64)
         assert np.all(np.isfinite(values)), (name, dtype, values)
@@ -189,12 +193,12 @@ def test_gradients_are_finite_for_masks_ties_zero_labels_and_huge_scores(name):
         assert np.all(values >= 0), (name, dtype, values)
 
 
-@pytest.mark.parametrize("name", ["approx", "softrank_l2", "neuralsort", "softsort"])
+@pytest.mark.parametrize("name", ["approx", "softrank_l2", "neuralsort", "softsort", "bound"])
 def test_masked_padding_may_hold_infinite_scores(name):
     scores, labels, where = _tie_free(seed=5)
     padded = jnp.where(where, scores, -jnp.inf)
-    v1, g1 = _values_and_grad(scores, labels, where, RANKERS[name](T), OPS)
-    v2, g2 = _values_and_grad(padded, labels, where, RANKERS[name](T), OPS)
+    v1, g1 = _values_and_grad(scores, labels, where, ANY[name](T), OPS)
+    v2, g2 = _values_and_grad(padded, labels, where, ANY[name](T), OPS)
     np.testing.assert_allclose(v1, v2, rtol=1e-12)
     np.testing.assert_allclose(g1, g2, rtol=1e-10, atol=1e-14)
 
@@ -202,7 +206,7 @@ def test_masked_padding_may_hold_infinite_scores(name):
 # ---------------------------------------------------------------------------------
 # Masks and transformations
 # ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", CORE)
+@pytest.mark.parametrize("name", [*CORE, *BOUNDS])
 def test_padding_with_masked_items_changes_neither_values_nor_gradients(name):
     scores, labels, where = _tie_free(seed=8)
     batch, n = SHAPE
@@ -217,7 +221,7 @@ def test_padding_with_masked_items_changes_neither_values_nor_gradients(name):
     big_w = np.zeros((batch, n + pad), bool)
     big_s[:, real], big_y[:, real], big_w[:, real] = scores, labels, where
     names = OPS
-    ranker = RANKERS[name](T)
+    ranker = ANY[name](T)
     v1, g1 = _values_and_grad(scores, labels, where, ranker, names)
     v2, g2 = _values_and_grad(jnp.asarray(big_s), jnp.asarray(big_y), jnp.asarray(big_w), ranker, names)
     np.testing.assert_allclose(v2, v1, rtol=1e-10)
@@ -225,10 +229,10 @@ def test_padding_with_masked_items_changes_neither_values_nor_gradients(name):
     assert np.all(np.delete(np.asarray(g2), real, axis=1) == 0)
 
 
-@pytest.mark.parametrize("name", [r for r in RANKERS if not r.endswith("sinkhorn")])
+@pytest.mark.parametrize("name", [r for r in ANY if not r.endswith("sinkhorn")])
 def test_jit_equals_eager_and_vmap_equals_a_python_loop(name):
     scores, labels, where = (x[:3] for x in _tie_free(seed=9))
-    ranker = RANKERS[name](T)
+    ranker = ANY[name](T)
     names = OPS
 
     def f(s, y, w):
@@ -251,7 +255,7 @@ def test_jit_equals_eager_and_vmap_equals_a_python_loop(name):
 
 
 def test_rankers_are_hashable_frozen_and_usable_as_defaults():
-    for make in RANKERS.values():
+    for make in ANY.values():
         a, b = make(0.25), make(0.25)
         assert a == b and hash(a) == hash(b)
         assert a != make(0.5)
@@ -513,8 +517,61 @@ def test_approx_pairwise_counts_equal_the_generic_rank_again_route():
     assert ranking.PointRanks.survival(ranks, g, f, w).shape == ranks.survival(g, f, w).shape
 
 
+# ---------------------------------------------------------------------------------
+# bound: logistic upper bounds of the ranks
+# ---------------------------------------------------------------------------------
+def test_bound_ranks_are_the_pairwise_logistic_sums_of_the_valid_items():
+    rng = np.random.default_rng(4)
+    s = rng.normal(size=(3, 50)) * 2
+    w = rng.random((3, 50)) < 0.8
+    got = np.asarray(jaxrank.bound(0.3)(jnp.asarray(s), jnp.asarray(w)).ranks)
+    for b in range(3):
+        for i in np.flatnonzero(w[b]):
+            others = [j for j in np.flatnonzero(w[b]) if j != i]
+            want = 1 + sum(np.log2(1 + np.exp((s[b, j] - s[b, i]) / 0.3)) for j in others)
+            np.testing.assert_allclose(got[b, i], want, rtol=1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(-6, 6), min_size=2, max_size=40),
+    st.floats(0.01, 10.0),
+    st.sampled_from([0.05, 0.5, 5.0]),
+    st.integers(0, 2**31 - 1),
+)
+def test_bound_ranks_are_at_least_the_ranks_with_ties_counted_above_and_its_ndcg_at_most_the_hard_one(
+    values, scale, t, seed
+):
+    s = jnp.asarray(values, jnp.float32) * scale  # small integers: many ties
+    rng = np.random.default_rng(seed)
+    labels = jnp.asarray(rng.integers(0, 3, s.shape[0]))
+    ranks = np.asarray(jaxrank.bound(t)(s).ranks)
+    at_or_above = (np.asarray(s)[None, :] >= np.asarray(s)[:, None]).sum(-1)  # itself and the others
+    assert np.all(ranks >= at_or_above * (1 - 1e-6)), (ranks, at_or_above)
+    soft = float(jaxrank.ndcg(s, labels, ranker=jaxrank.bound(t)))
+    assert soft <= float(jaxrank.ndcg(s, labels, ranker=jaxrank.hard("pessimistic"))) + 1e-6
+
+
+def test_bound_keeps_the_gradient_of_an_item_far_above_where_a_smooth_step_loses_it():
+    # one relevant item at the bottom of 1,000, one other item d above it: d(rank)/d(s_j)
+    s = jnp.asarray(np.random.default_rng(0).normal(size=1000), jnp.float32)
+    s = s.at[0].set(-5.0)
+    labels = jnp.zeros(1000, int).at[0].set(1)
+
+    def grad(ranker):
+        return jax.grad(lambda x: jaxrank.ndcg(x, labels, ranker=ranker))(s)
+
+    g_bound, g_approx = np.asarray(grad(jaxrank.bound(0.1))), np.asarray(grad(jaxrank.approx(0.1, units="score")))
+    top = int(jnp.argmax(s))  # about 8 above the relevant item: 80 temperatures
+    assert g_bound[top] < 0 and g_bound[0] > 0
+    assert abs(g_bound[top]) > 0.5 * abs(g_bound[0]) / 999  # its share of the push, undiminished
+    assert abs(g_approx[top]) < 1e-20  # a sigmoid 80 temperatures out
+
+
 def test_invalid_arguments_raise_value_errors():
     for bad in (
+        lambda: jaxrank.bound(0.0),
+        lambda: jaxrank.bound(1.0, cutoff_temperature=-1.0),
         lambda: jaxrank.approx(0.0),
         lambda: jaxrank.approx(-1.0),
         lambda: jaxrank.softrank(1.0, "l1"),

@@ -5,7 +5,7 @@
 * :mod:`jaxrank.ranking.hard`: :func:`hard`, exact ranks with a tie policy
   (tie-group algebra in :mod:`jaxrank.ranking._ties`).
 * Smooth rankers, same contract (overview in :mod:`jaxrank.ranking.smooth`):
-  :mod:`~jaxrank.ranking.pairwise` (:func:`approx`), :mod:`~jaxrank.ranking.projection`
+  :mod:`~jaxrank.ranking.pairwise` (:func:`approx`, :func:`bound`), :mod:`~jaxrank.ranking.projection`
   (:func:`softrank`), :mod:`~jaxrank.ranking.laplace` (:func:`laplace`, the losses'
   default), :mod:`~jaxrank.ranking.permutation` (:func:`neuralsort`,
   :func:`softsort`), :mod:`~jaxrank.ranking.sampling` (:func:`gumbel`).
@@ -20,7 +20,16 @@
 from jaxrank.ranking.given import GivenRanker, GivenRanks, given
 from jaxrank.ranking.hard import HardRanker, HardRanks, hard
 from jaxrank.ranking.laplace import LaplaceRanker, LaplaceRanks, laplace
-from jaxrank.ranking.pairwise import ApproxRanker, ApproxRanks, PointRanks, approx, pairwise_ranks
+from jaxrank.ranking.pairwise import (
+    ApproxRanker,
+    ApproxRanks,
+    BoundRanker,
+    BoundRanks,
+    PointRanks,
+    approx,
+    bound,
+    pairwise_ranks,
+)
 from jaxrank.ranking.permutation import NeuralSortRanker, PermutationRanks, SoftSortRanker, neuralsort, softsort
 from jaxrank.ranking.positives import Positives, positives
 from jaxrank.ranking.projection import SoftRanker, SoftRanks, soft_ranks, softrank
@@ -32,6 +41,8 @@ __all__ = [
     "TIE_POLICIES",
     "ApproxRanker",
     "ApproxRanks",
+    "BoundRanker",
+    "BoundRanks",
     "GivenRanker",
     "GivenRanks",
     "GumbelRanker",
@@ -52,6 +63,7 @@ __all__ = [
     "SoftSortRanker",
     "Ties",
     "approx",
+    "bound",
     "bounded_temperature",
     "given",
     "gumbel",

@@ -1,4 +1,5 @@
-"""Point ranks (one smooth rank per item) and :func:`approx`, the pairwise-sigmoid ranker.
+"""Point ranks (one smooth rank per item), :func:`approx` (pairwise sigmoids) and :func:`bound`
+(pairwise logistic bounds).
 
 The pairwise kernel, computed in row blocks of bounded memory, also serves every point
 ranker's ``cascade`` (ERR). Overview of the smooth rankers: :mod:`jaxrank.ranking.smooth`.
@@ -364,3 +365,106 @@ def approx(
       0.589
     """
     return ApproxRanker(temperature, cutoff_temperature, units)
+
+
+# bound ------------------------------------------------------------------------------
+def _bound_step(x: jax.Array) -> jax.Array:
+    """:math:`\\log_2(1 + e^x)`: at least :math:`[x \\ge 0]` everywhere (1 at 0, above
+    it the logistic loss's linear growth), so the sum of it over the other items is an
+    upper bound of an item's rank."""
+    return jax.nn.softplus(x) * (1 / math.log(2))
+
+
+def _bound_term(x: jax.Array, c: jax.Array) -> jax.Array:
+    return c * _bound_step(x)
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class BoundRanks(PointRanks):
+    """Logistic upper bounds of the ranks; see :func:`bound`. ``tau``: the soft cutoff's
+    width in positions (bounds do not collapse to the mean rank: nothing is given back)."""
+
+    ranks: jax.Array
+    valid: jax.Array
+    scores: jax.Array
+    temperature: float = dataclasses.field(metadata=dict(static=True), default=1.0)
+    tau: float = dataclasses.field(metadata=dict(static=True), default=1.0)
+
+    def cutoff_width(self) -> jax.Array:
+        return jnp.full(self.ranks.shape[:-1] + (1,), self.tau, self.ranks.dtype)
+
+    def _subset_ranks(self, masks: jax.Array) -> jax.Array:
+        scores = jnp.broadcast_to(self.scores, masks.shape)
+        return 1 + _pairwise_rows(_bound_term, scores, masks, masks, self.temperature)
+
+
+@dataclasses.dataclass(frozen=True)
+class BoundRanker:
+    """Logistic upper bounds of the ranks; see :func:`bound`."""
+
+    temperature: float = 1.0
+    cutoff_temperature: float = 1.0
+
+    smooth = True
+
+    def __post_init__(self):
+        object.__setattr__(self, "temperature", _positive(self.temperature, "temperature"))
+        object.__setattr__(self, "cutoff_temperature", _positive(self.cutoff_temperature, "cutoff_temperature"))
+
+    def __call__(self, scores, where=None, *, depth: Optional[int] = None) -> BoundRanks:
+        del depth  # every rank depends on every score
+        s, valid = _inputs(scores, where)
+        ranks = 1 + _pairwise_rows(_bound_term, s, valid, valid, self.temperature)
+        return BoundRanks(ranks, valid, s, self.temperature, self.cutoff_temperature)
+
+    def at_positives(
+        self, scores, where, positives: Positives, depth: Optional[int], axis_name: Optional[str] = None
+    ) -> BoundRanks:
+        """:class:`BoundRanks` of the relevant items of ``positives`` alone, each a sum over
+        the whole list ``scores[..., n]`` (sharded over ``axis_name`` when given): ``n * r``
+        terms, a softmax's cost over ``r`` positives."""
+        del depth  # the cutoff's width is fixed
+        axis = ListAxis(axis_name, scores.shape[-1])
+        x, valid = _inputs(scores, where, list_axis=axis)
+        at = axis.at(x, positives.indices)
+        named = positives.valid & (axis.at(valid.astype(jnp.int32), positives.indices) > 0)
+        keep = valid[..., None, :] & (positives.indices[..., :, None] != axis.offset + jnp.arange(x.shape[-1]))
+        z = jnp.where(keep, (x[..., None, :] - at[..., :, None]) * (1.0 / self.temperature), 0)
+        ranks = 1 + axis.sum(jnp.sum(jnp.where(keep, _bound_step(z), 0), axis=-1))
+        return BoundRanks(ranks, named, at, self.temperature, self.cutoff_temperature)
+
+
+def bound(temperature: float = 1.0, *, cutoff_temperature: float = 1.0) -> BoundRanker:
+    """Upper bounds of the ranks from the pairwise logistic loss: the ranks of InfoNCE's logits.
+
+    .. math:: r_i = 1 + \\sum_{j \\ne i,\\ j\\ \\text{valid}} \\log_2\\Big(1 + e^{(s_j - s_i)/T}\\Big)
+        \\;\\ge\\; 1 + \\#\\{j \\ne i : s_j \\ge s_i\\}
+
+    Each term is at least the indicator that ``j`` is at or above ``i``, so :math:`r_i` is at
+    least ``i``'s rank (ties counted above) and a metric's value over these ranks is at
+    most the hard metric's (its loss an upper bound of the hard loss); the bound is tight
+    when the other items are many :math:`T` below. An item ``d`` above ``i`` adds about
+    :math:`1 + d / (T \\ln 2)`: its gradient does not vanish however far above it is (the
+    logistic loss's, as in InfoNCE), where a smooth step (:func:`approx`, :func:`laplace`)
+    gives a negative far above almost none. ``T`` is in score units: give the scores as
+    you give logits to a softmax cross-entropy (cosines over InfoNCE's temperature).
+
+    The cutoff :math:`[r \\le k]` is :func:`soft_cutoff` of width ``cutoff_temperature``
+    positions. Cost: as :func:`approx`, O(n^2) per list in row blocks; with a metric's labels
+    given as :func:`jaxrank.positives`, ``n * r`` terms.
+
+    Args:
+      temperature: :math:`T > 0`, in the units of the scores.
+      cutoff_temperature: the soft cutoff's width, in positions.
+
+    Example:
+      >>> import jax.numpy as jnp, jaxrank
+      >>> [round(float(r), 3) for r in jaxrank.bound(0.1)(jnp.array([3.0, 2.9, 0.0])).ranks]
+      [1.452, 2.895, 86.119]
+      >>> [round(float(r), 3) for r in jaxrank.bound(0.1)(jnp.array([3.0, 2.0, 0.0])).ranks]  # 10 T above: 14 more
+      [1.0, 15.427, 73.135]
+      >>> [round(float(r), 3) for r in jaxrank.bound()(jnp.array([3.0, 3.0])).ranks]  # a tie counts as above
+      [2.0, 2.0]
+    """
+    return BoundRanker(temperature, cutoff_temperature)
