@@ -244,13 +244,15 @@ def test_retrieval_loss_with_documents_sharded_over_8_devices_equals_one_device(
         for ranker, k, d, idx in [
             (None, 10, d, idx), (jaxrank.approx(), None, d, idx), (jaxrank.softrank(), 10, d, idx),
             (None, 10, d48, idx48), (None, 10, d_tied, idx), (jaxrank.bound(), None, d, idx),
+            ("pairs", None, d, idx),
         ]:
             where_d = where[: d.shape[0]]
-            def one(q, d, idx=idx, where_d=where_d, ranker=ranker, k=k):
-                return losses.retrieval_loss(q, d, idx, grades=grades, ranker=ranker, k=k, where=where_d)
-            def sharded(q, d, idx=idx, where_d=where_d, ranker=ranker, k=k):
+            kw = dict(ranker=jaxrank.bound(), per_positive=True) if ranker == "pairs" else dict(ranker=ranker)
+            def one(q, d, idx=idx, where_d=where_d, kw=kw, k=k):
+                return losses.retrieval_loss(q, d, idx, grades=grades, k=k, where=where_d, **kw)
+            def sharded(q, d, idx=idx, where_d=where_d, kw=kw, k=k):
                 body = lambda q, d, w: losses.retrieval_loss(
-                    q, d, idx, grades=grades, ranker=ranker, k=k, where=w, block=4, axis_name="d")
+                    q, d, idx, grades=grades, k=k, where=w, block=4, axis_name="d", **kw)
                 return jax.shard_map(body, mesh=mesh, in_specs=(P(), P("d"), P("d")), out_specs=P())(q, d, where_d)
             a, b = jax.jit(one)(q, d), jax.jit(sharded)(q, d)
             np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-5, atol=1e-6)
@@ -263,6 +265,49 @@ def test_retrieval_loss_with_documents_sharded_over_8_devices_equals_one_device(
         """
     )
     assert out.strip().endswith("ok")
+
+
+@pytest.mark.parametrize("ranker, k", [(jaxrank.bound(), None), (None, 10)], ids=["bound", "default"])
+def test_per_positive_is_one_list_per_pair_without_the_other_relevant_candidates(ranker, k):
+    rng = np.random.default_rng(5)
+    q = jnp.asarray(rng.normal(size=(6, 8)), jnp.float32)
+    d = jnp.asarray(rng.normal(size=(50, 8)), jnp.float32)
+    idx = np.array([[0, 1, 2], [3, -1, -1], [4, 4, 5], [6, 7, -1], [-1, -1, -1], [8, 9, 10]])
+    grades = np.array([[1, 2, 3], [2, 1, 1], [1, 3, 2], [0, 2, 1], [1, 1, 1], [3, 3, 1]])  # 6: grade 0, a negative
+    where = jnp.asarray(rng.random(50) < 0.9).at[:11].set(True)
+
+    def pairs(q, d):
+        return losses.retrieval_loss(q, d, idx, grades=grades, ranker=ranker, k=k, where=where, per_positive=True)
+
+    def explicit(q, d):
+        # each (query, relevant document) pair as its own query, its other relevant documents masked
+        out = []
+        for i in range(6):
+            named = {}
+            for j, g in zip(idx[i], grades[i]):
+                if j >= 0:
+                    named[j] = max(named.get(j, 0), g)
+            total, weighted = 0, 0.0
+            for j, g in named.items():
+                w = where & ~jnp.isin(
+                    jnp.arange(50), jnp.asarray([o for o, h in named.items() if o != j and h > 0], int)
+                )
+                loss = losses.retrieval_loss(q[i : i + 1], d, [[j]], grades=[[g]], ranker=ranker, k=k, where=w)[0]
+                total, weighted = total + g, weighted + g * loss
+            out.append(weighted / total if total else jnp.float32(1.0))
+        return jnp.stack(out)
+
+    np.testing.assert_allclose(np.asarray(pairs(q, d)), np.asarray(explicit(q, d)), rtol=1e-5, atol=1e-6)
+    g_pairs = jax.grad(lambda q, d: pairs(q, d).sum(), argnums=(0, 1))(q, d)
+    g_explicit = jax.grad(lambda q, d: explicit(q, d).sum(), argnums=(0, 1))(q, d)
+    for a, b in zip(g_pairs, g_explicit):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
+    one = idx[:, :1].copy()  # one relevant document each: the pairs are the queries
+    np.testing.assert_allclose(
+        np.asarray(losses.retrieval_loss(q, d, one, ranker=ranker, k=k, per_positive=True)),
+        np.asarray(losses.retrieval_loss(q, d, one, ranker=ranker, k=k)),
+        rtol=1e-6,
+    )
 
 
 @pytest.mark.parametrize(

@@ -45,6 +45,7 @@ def retrieval_loss(
     where=None,
     block: Optional[int] = None,
     axis_name: Optional[str] = None,
+    per_positive: bool = False,
     **metric_kwargs,
 ) -> jax.Array:
     """``1 - metric`` of each query's list of documents, ranked by ``queries @ documents.T``.
@@ -78,6 +79,12 @@ def retrieval_loss(
       axis_name: the ``shard_map`` axis the documents are sharded over; each device scores
         its own block and only per-query sums and the top ``k`` cross devices. The result
         equals one device's.
+      per_positive: each (query, relevant candidate) pair is its own list, as in InfoNCE:
+        the relevant candidate against the query's candidates that are not relevant (its
+        other relevant ones left out), and a query's loss is its pairs' losses weighted by
+        their grades. With :func:`~jaxrank.bound`, whose ranks count a relevant candidate
+        far above another as many places, this keeps the relevant candidates from being
+        pulled together.
       **metric_kwargs: passed to the metric (``gain``, ``rel``, ...).
 
     Returns:
@@ -112,7 +119,8 @@ def retrieval_loss(
     per_query = where if where is not None and where.ndim == 2 else None
     if axis_name is None:
         _checks.indices_within(pos.indices, local, "positives")
-    block = _block(block, n_queries, local)
+    # a block of queries holds one list per pair with per_positive
+    block = _block(block, n_queries, local * (pos.indices.shape[1] if per_positive else 1))
     kwargs = dict(metric_kwargs, k=k, ranker=ranker)
 
     # the block's scores are recomputed in the backward pass; its lists' statistics are kept
@@ -121,6 +129,8 @@ def retrieval_loss(
         q, idx, g, w = inputs
         scores = jnp.matmul(q, documents.T, preferred_element_type=jnp.float32)
         w = shared if w is None else w
+        if per_positive:
+            return _per_positive(metric, scores, Positives(idx, g), w, kwargs, axis_name)
         given = dict(kwargs) if w is None else dict(kwargs, where=w)
         return 1 - evaluate(metric, scores, Positives(idx, g), given, axis_name)
 
@@ -129,6 +139,26 @@ def retrieval_loss(
 
     out = lax.map(per_block, (blocks(queries), blocks(pos.indices), blocks(pos.grades), blocks(per_query)))
     return out.reshape(n_queries)
+
+
+def _per_positive(metric, scores, pos: Positives, where, kwargs: dict, axis_name: Optional[str]) -> jax.Array:
+    """``[B]``: the grade-weighted mean over each query's pairs of ``1 - metric`` of the
+    pair's list, ``scores[B, M]`` with the query's other relevant candidates masked out."""
+    b, r = pos.indices.shape
+    local = scores.shape[-1]
+    first = 0 if axis_name is None else lax.axis_index(axis_name) * local  # global index of this block
+    own = pos.valid[..., None] & (pos.indices[..., None] == first + jnp.arange(local))  # [B, r, M]
+    relevant = jnp.any(own & (pos.grades > 0)[..., None], axis=1, keepdims=True)  # grade 0: a negative
+    keep = ~relevant | own
+    if where is not None:
+        keep &= jnp.broadcast_to(where, (b, local))[:, None, :]
+    pairs = Positives(pos.indices.reshape(b * r, 1), pos.grades.reshape(b * r, 1))
+    lists = jnp.broadcast_to(scores[:, None, :], (b, r, local)).reshape(b * r, local)
+    losses = 1 - evaluate(metric, lists, pairs, dict(kwargs, where=keep.reshape(b * r, local)), axis_name)
+    weights = jnp.where(pos.valid, pos.grades, 0).astype(losses.dtype)
+    total = jnp.sum(weights, axis=-1)
+    weighted = jnp.sum(weights * losses.reshape(b, r), axis=-1) / jnp.where(total > 0, total, 1)
+    return jnp.where(total > 0, weighted, 1)  # no relevant candidate: the metric's 0
 
 
 def _as_positives(positives, grades, n_queries: int) -> Positives:
