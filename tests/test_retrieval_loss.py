@@ -133,9 +133,16 @@ def test_positives_name_each_item_once_with_its_largest_grade():
     assert pos.valid.tolist() == [[False, True, True, False], [True, False, False, True]]
 
 
-def test_positives_under_jit_and_vmap_equal_eager():
-    scores, where, pos = _lists(7, ties=False)
-    ranker = jaxrank.softsort()
+@pytest.mark.parametrize(
+    "ranker, ties",
+    [(jaxrank.softsort(), False), (jaxrank.laplace(), True), (jaxrank.bound(), True)],
+    ids=["softsort", "laplace-ties", "bound"],
+)
+def test_positives_under_jit_and_vmap_equal_eager(ranker, ties):
+    # laplace's temperature takes a branch (lax.cond) for a tied top: a select under vmap
+    scores, where, pos = _lists(7, ties=ties)
+    if ties:
+        scores = scores.at[1, :20].set(3.0)  # a list whose top 11 are tied
     eager = jaxrank.ndcg(scores, pos, k=10, where=where, ranker=ranker)
     jitted = jax.jit(lambda s, p, w: jaxrank.ndcg(s, p, k=10, where=w, ranker=ranker))(scores, pos, where)
     mapped = jax.vmap(lambda s, p, w: jaxrank.ndcg(s, p, k=10, where=w, ranker=ranker))(scores, pos, where)
