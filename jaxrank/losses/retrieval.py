@@ -67,8 +67,8 @@ def retrieval_loss(
       metric: a metric of :mod:`jaxrank.metrics` (default nDCG).
       ranker: a smooth ranker (default ``laplace()``, whose temperature follows each list's
         top scores: cosines and cosines over a temperature give the same loss,
-        docs/soft.md). ``laplace`` (O(Q M r)), ``softsort`` with a cutoff and ``approx``
-        without one rank the relevant candidates alone (O(Q M depth) / O(Q M r)); any other
+        docs/soft.md). ``laplace`` (O(Q M r)), ``bound``, ``softsort`` with a cutoff and
+        ``approx`` without one rank the relevant candidates alone (O(Q M depth) / O(Q M r)); any other
         ranker gets each block's dense lists.
       k: the metric's cutoff (default 10; None: the whole list).
       where: ``bool[M]`` or ``bool[Q, M]``, the candidates of each list (a corpus's
