@@ -39,14 +39,14 @@ where, t) -> loss`` with ``t`` from its grid:
 * ``softmax``: softmax cross-entropy of the scores over ``t`` against every relevant
   document at once (``optax.softmax_cross_entropy``, the target uniform over them);
   ``t`` in :data:`TEMPERATURES`.
-* ``default``: ``losses.retrieval_loss(q / t, D, jaxrank.positives(indices, gains),
-  where=where)``, the library's default as users call it (whatever it is when the benchmark
-  runs), with the scores over ``t`` in :data:`SCALES`; ``t = 1`` is the call as documented.
+* ``default``: ``losses.retrieval_loss(q, D, jaxrank.positives(indices, gains),
+  where=where, temperature=t)``, the library's default as an InfoNCE user calls it
+  (whatever it is when the benchmark runs), ``t`` in :data:`TEMPERATURES`.
 * ``NAME=EXPR``: EXPR, a Python expression over ``jaxrank``, ``losses``, ``optax``, ``jnp``,
   ``jax``, the rankers (``softsort``, ``approx``, ...) and ``positives``, gives the loss
   ``lambda q, d, p, w, t: ...`` (``p`` a ``jaxrank.positives``, ``w`` the ``[M]`` mask of
   real documents; per-query losses are averaged), or a pair ``(loss, grid)``; the grid is
-  :data:`SCALES` when not given, and must have as many values as InfoNCE's. ``t`` reaches it
+  :data:`TEMPERATURES` when not given, and must have as many values as InfoNCE's. ``t`` reaches it
   as a Python number, so it may set a ranker (``laplace(t)``): one compiled loss per value.
 
 Choices, on validation queries only: each (encoder, row) takes the grid value of the best
@@ -96,8 +96,7 @@ import train_retriever as tr  # noqa: E402
 import jaxrank  # noqa: E402
 from jaxrank import losses  # noqa: E402
 
-TEMPERATURES = (0.02, 0.05, 0.1, 0.2)  # InfoNCE's and the softmax's grid
-SCALES = (1.0, 0.2, 0.1, 0.05)  # the jaxrank rows' grid: scores / t (1: as documented)
+TEMPERATURES = (0.02, 0.05, 0.1, 0.2, 0.5)  # every row's grid, unless it gives its own
 MEASURES = ("ndcg_cut.10", "recall.100")
 KEYS = {"ndcg_cut.10": "ndcg_cut_10", "recall.100": "recall_100"}  # evaluate's names (pytrec_eval's)
 LABELS = {"ndcg_cut.10": "nDCG@10", "recall.100": "R@100"}
@@ -134,8 +133,8 @@ def softmax(q, d, positives, gains, doc_where, t) -> jax.Array:
 
 
 def default(q, d, positives, gains, doc_where, t) -> jax.Array:
-    """``losses.retrieval_loss`` at its defaults, on the scores over ``t``."""
-    return losses.retrieval_loss(q / t, d, jaxrank.positives(positives, gains), where=doc_where).mean()
+    """``losses.retrieval_loss`` at its defaults, at InfoNCE's temperature ``t``."""
+    return losses.retrieval_loss(q, d, jaxrank.positives(positives, gains), where=doc_where, temperature=t).mean()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,7 +149,7 @@ class Row:
 BUILTIN = {
     "infonce": Row("infonce", infonce, TEMPERATURES, "InfoNCE (optax, integer labels), scores / T"),
     "softmax": Row("softmax", softmax, TEMPERATURES, "softmax cross-entropy over every positive, scores / T"),
-    "default": Row("default", default, SCALES, "losses.retrieval_loss(q / T, D, positives) at its defaults"),
+    "default": Row("default", default, TEMPERATURES, "losses.retrieval_loss(q, D, positives, temperature=T)"),
 }
 
 
@@ -170,13 +169,16 @@ def parse_row(spec: str) -> Row:
         raise SystemExit(f"--rows: {spec!r} is neither one of {', '.join(BUILTIN)} nor NAME=EXPR with a new NAME")
     names = {"jaxrank": jaxrank, "losses": losses, "optax": optax, "jnp": jnp, "jax": jax}
     names.update(
-        {n: getattr(jaxrank, n) for n in ("approx", "softrank", "neuralsort", "softsort", "hard", "positives")}
+        {
+            n: getattr(jaxrank, n)
+            for n in ("approx", "bound", "laplace", "softrank", "neuralsort", "softsort", "hard", "positives")
+        }
     )
     try:
         built = eval(expression, {"__builtins__": {}, **names})  # globals: a lambda reads its names there
     except Exception as error:
         raise SystemExit(f"--rows: cannot build {expression!r}: {error}") from None
-    fn, grid = built if isinstance(built, tuple) else (built, SCALES)
+    fn, grid = built if isinstance(built, tuple) else (built, TEMPERATURES)
     if not callable(fn) or len(grid) != len(TEMPERATURES):
         raise SystemExit(f"--rows {name}: give a loss, or (loss, grid) with {len(TEMPERATURES)} grid values")
     return Row(name.strip(), _user_loss(fn), tuple(float(v) for v in grid), expression.strip(), static=True)

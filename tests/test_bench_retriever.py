@@ -67,13 +67,15 @@ def test_softmax_takes_every_positive_as_the_target_at_once():
 def test_rows_from_the_command_line():
     assert br.parse_row("default") is br.BUILTIN["default"]
     row = br.parse_row("mine=lambda q, d, p, w, t: losses.retrieval_loss(q / t, d, p, where=w, ranker=softsort(0.1))")
-    assert row.name == "mine" and row.grid == br.SCALES
+    assert row.name == "mine" and row.grid == br.TEMPERATURES
     q, d, positives, where = _toy()
     gains = np.where(positives >= 0, 1, 0)
     args = (jnp.asarray(q), jnp.asarray(d), jnp.asarray(positives), jnp.asarray(gains), jnp.asarray(where), 1.0)
     assert np.isfinite(row.loss(*args)) and 0 <= row.loss(*args) <= 1
-    row = br.parse_row("sharp=(lambda q, d, p, w, t: losses.retrieval_loss(q / t, d, p, where=w), (1, 0.5, 0.2, 0.1))")
-    assert row.grid == (1.0, 0.5, 0.2, 0.1) and row.describe.startswith("(lambda")
+    row = br.parse_row(
+        "sharp=(lambda q, d, p, w, t: losses.retrieval_loss(q / t, d, p, where=w), (1, 0.5, 0.2, 0.1, 0.05))"
+    )
+    assert row.grid == (1.0, 0.5, 0.2, 0.1, 0.05) and row.describe.startswith("(lambda")
     for bad in ("nonsense", "default=lambda q, d, p, w, t: 0", "x=(lambda q, d, p, w, t: 0, (1, 2))", "x=lambda: ("):
         with pytest.raises(SystemExit, match="--rows"):
             br.parse_row(bad)
@@ -106,7 +108,7 @@ def test_a_small_run_chooses_on_validation_and_judges_every_test_query(tmp_path,
     out = json.loads((tmp_path / "out.json").read_text())
     judged = {q for q, _, _ in small.qrels["test"]}
     assert out["small"]["how"].startswith("2-fold cross-validation over its 24 queries")
-    for name, grid in (("infonce", br.TEMPERATURES), ("default", br.SCALES)):
+    for name, grid in (("infonce", br.TEMPERATURES), ("default", br.TEMPERATURES)):
         row = out["small"]["mlp"]["rows"][name]
         assert sorted(map(float, row["grid"])) == sorted(grid) and row["chosen"] in grid
         valid = {float(t): np.mean(r["valid"]) for t, r in row["grid"].items()}

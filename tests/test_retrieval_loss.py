@@ -2,6 +2,8 @@
 they stand for (values and gradients, ties, padding, masks), blocks, shard_map over 8 host
 devices, memory that never holds the [Q, M] scores, and errors that name the argument."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -81,9 +83,10 @@ def test_laplace_at_the_positives_equals_the_dense_labels(metric, kw, ties):
     _assert_equal_to_dense(metric, jaxrank.laplace(), kw, seed=len(kw) + 7, ties=ties)
 
 
+@pytest.mark.parametrize("ranker", [jaxrank.bound(0.5), jaxrank.bound(top=10)], ids=["score_units", "top_gaps"])
 @pytest.mark.parametrize("metric, kw", RELEVANT_ONLY, ids=lambda v: getattr(v, "__name__", str(v)))
-def test_bound_at_the_positives_equals_the_dense_labels(metric, kw):
-    _assert_equal_to_dense(metric, jaxrank.bound(0.5), kw, seed=len(kw) + 11, ties=True)
+def test_bound_at_the_positives_equals_the_dense_labels(metric, kw, ranker):
+    _assert_equal_to_dense(metric, ranker, kw, seed=len(kw) + 11, ties=True)
 
 
 @pytest.mark.parametrize(
@@ -184,7 +187,9 @@ def test_retrieval_loss_equals_the_metric_loss_of_the_dense_lists(ranker, k):
         return losses.metric_loss(q @ d.T, labels, where=w, ranker=expected_ranker, k=k)
 
     def blocked(q, d):
-        return losses.retrieval_loss(q, d, idx, grades=grades, ranker=ranker, k=k, where=where, block=8)
+        return losses.retrieval_loss(
+            q, d, idx, grades=grades, ranker=ranker, k=k, where=where, block=8, per_positive=False
+        )
 
     # a block's matmul may round a score's last bit unlike the whole matrix's; the metric
     # itself is held to 1e-6 above
@@ -207,8 +212,12 @@ def test_retrieval_loss_blocks_and_per_query_masks_change_nothing_but_the_masked
     where = np.ones((q.shape[0], d.shape[0]), bool)
     where[0, int(np.argmax(scores[0]))] = False
     masked = losses.retrieval_loss(q, d, idx, where=where)
-    assert float(masked[0]) < float(whole[0])
+    assert float(masked[0]) != float(whole[0])
     np.testing.assert_allclose(np.asarray(masked[1:]), np.asarray(whole[1:]), rtol=1e-6)
+    # at a fixed temperature, one negative fewer lowers the loss (the default's temperature
+    # follows the list's top gaps, which the mask changes too)
+    fixed = functools.partial(losses.retrieval_loss, q, d, idx, temperature=1.0)
+    assert float(fixed(where=where)[0]) < float(fixed()[0])
 
 
 def test_a_document_relevant_to_two_queries_is_each_ones_positive_and_the_others_negative():
@@ -216,7 +225,7 @@ def test_a_document_relevant_to_two_queries_is_each_ones_positive_and_the_others
     shared = jnp.asarray([[7], [7], [1], [2]])
     loss = losses.retrieval_loss(q, d, shared)
     labels = jnp.zeros((4, 40)).at[0, 7].set(1).at[1, 7].set(1).at[2, 1].set(1).at[3, 2].set(1)
-    want = losses.metric_loss(q @ d.T, labels, k=10, ranker=losses.retrieval._DEFAULT_RANKER)
+    want = losses.metric_loss(q @ d.T, labels, k=None, ranker=losses.retrieval._DEFAULT_RANKER)
     np.testing.assert_allclose(np.asarray(loss), np.asarray(want), rtol=1e-6)
 
 
@@ -274,7 +283,7 @@ def test_retrieval_loss_with_documents_sharded_over_8_devices_equals_one_device(
     assert out.strip().endswith("ok")
 
 
-@pytest.mark.parametrize("ranker, k", [(jaxrank.bound(), None), (None, 10)], ids=["bound", "default"])
+@pytest.mark.parametrize("ranker, k", [(jaxrank.bound(), None), (jaxrank.laplace(), 10)], ids=["bound", "laplace"])
 def test_per_positive_is_one_list_per_pair_without_the_other_relevant_candidates(ranker, k):
     rng = np.random.default_rng(5)
     q = jnp.asarray(rng.normal(size=(6, 8)), jnp.float32)
@@ -391,9 +400,39 @@ def test_a_positive_index_past_the_list_under_jit_is_reported_through_checkify()
         losses.retrieval_loss(q, d, jnp.full((64, 1), 500))
 
 
-def test_the_bound_recipe_trains_a_projection_on_cosines_over_infonces_temperature():
-    # docs/retrieval_loss.md's recipe at a realistic size: 64 queries against 1,024 unit
-    # documents, 1-3 relevant each, cosines over 0.05; plain gradient steps on a projection
+def test_the_defaults_pairs_share_their_querys_temperature_the_mean_of_its_top_10_gaps():
+    rng = np.random.default_rng(6)
+    q = jnp.asarray(rng.normal(size=(6, 8)), jnp.float32)
+    d = jnp.asarray(rng.normal(size=(300, 8)), jnp.float32)
+    idx = np.array([[0, 1, 2], [3, -1, -1], [4, 5, -1], [6, 7, 8], [9, -1, -1], [10, 11, 12]])
+    grades = rng.integers(1, 4, idx.shape)
+    where = rng.random(300) < 0.9
+    where[:13] = True
+    scores = np.asarray(q @ d.T, np.float64)
+    top = -np.sort(-np.where(where, scores, -np.inf), axis=-1)[:, :11]
+    t = (top[:, 0] - top[:, 10]) / 10  # over the whole list, the query's relevant candidates in it
+    want = losses.retrieval_loss(q / t[:, None], d, idx, grades=grades, where=where, ranker=jaxrank.bound(1.0))
+    got = losses.retrieval_loss(q, d, idx, grades=grades, where=where)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5)
+
+
+def test_a_temperature_is_the_bound_on_the_scores_over_it_and_may_be_traced():
+    q, d, idx, grades = _embeddings(7)
+    want = losses.retrieval_loss(q / 0.05, d, idx, grades=grades, ranker=jaxrank.bound(), k=None, per_positive=True)
+    got = losses.retrieval_loss(q, d, idx, grades=grades, temperature=0.05)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+    traced = jax.jit(lambda t: losses.retrieval_loss(q, d, idx, grades=grades, temperature=t))(0.05)
+    np.testing.assert_allclose(np.asarray(traced), np.asarray(want), rtol=1e-6)
+    # the gradient reaches a learned temperature (as CLIP's)
+    g = jax.grad(lambda t: losses.retrieval_loss(q, d, idx, temperature=t).mean())(0.05)
+    assert np.isfinite(float(g)) and float(g) != 0
+
+
+@pytest.mark.parametrize("temperature", [0.05, None], ids=["infonce_temperature", "default"])
+def test_the_default_trains_a_projection_on_cosines(temperature):
+    # the recipe at a realistic size: 64 queries against 1,024 unit documents, 1-3 relevant
+    # each, cosines (over InfoNCE's temperature, or as they are); plain gradient steps on a
+    # projection
     rng = np.random.default_rng(0)
     docs = rng.normal(size=(1024, 32)).astype(np.float32)
     idx = np.full((64, 3), -1)
@@ -408,8 +447,7 @@ def test_the_bound_recipe_trains_a_projection_on_cosines_over_infonces_temperatu
 
     def loss(w):
         q, D = unit(queries @ w), unit(d @ w)
-        per = losses.retrieval_loss(q / 0.05, D, idx, ranker=jaxrank.bound(), k=None, per_positive=True)
-        return per.mean()
+        return losses.retrieval_loss(q, D, idx, temperature=temperature).mean()
 
     def hard(w):
         scores = unit(queries @ w) @ unit(d @ w).T

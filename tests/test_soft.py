@@ -40,7 +40,7 @@ RANKERS = {
 }
 # Upper bounds of the ranks: they do not tend to the exact ranks as T -> 0 (an item above
 # adds its distance over T), so they skip the limit tests; every other test takes them.
-BOUNDS = {"bound": lambda t: jaxrank.bound(t)}
+BOUNDS = {"bound": lambda t: jaxrank.bound(t), "bound_top": lambda t: jaxrank.bound(t, top=10)}
 ANY = {**RANKERS, **BOUNDS}
 # softsort's Sinkhorn path is the one neuralsort_sinkhorn takes: tested in the limit
 # and edge-case tests only, to keep the number of compiled programs down.
@@ -138,7 +138,9 @@ def test_gumbel_around_the_exact_ranker_samples_plackett_luce():
 # ---------------------------------------------------------------------------------
 # Gradients
 # ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", [*CORE, *BOUNDS])
+# bound_top holds its temperature (the list's top gaps) constant in the gradient: tested
+# against bound at that temperature below
+@pytest.mark.parametrize("name", [*CORE, "bound"])
 def test_gradients_match_finite_differences(name):
     _, labels, where = _tie_free(seed=11)
     scores = jnp.asarray(np.random.default_rng(11).normal(size=SHAPE))
@@ -154,6 +156,19 @@ def test_gradients_match_finite_differences(name):
     f.defvjp(lambda s: (f(s), s), lambda s, ct: (ct * _values_and_grad(s, labels, where, ranker, names)[1],))
     check_grads(f, (scores,), order=1, modes=["rev"], atol=1e-5, rtol=1e-4)
     assert np.any(np.asarray(_values_and_grad(scores, labels, where, ranker, names)[1]) != 0)
+
+
+def test_bound_with_top_is_bound_at_the_mean_of_the_lists_top_gaps_held_constant():
+    _, labels, where = _tie_free(seed=12)
+    scores = np.random.default_rng(12).normal(size=SHAPE)
+    top = -np.sort(-np.where(where, scores, -np.inf), axis=-1)[:, :4]
+    t = 0.7 * (top[:, :1] - top[:, 3:]) / 3  # temperature 0.7, top=3: the first 4 scores' mean gap
+    got = _values_and_grad(jnp.asarray(scores), labels, where, jaxrank.bound(0.7, top=3), OPS)
+    want = _values_and_grad(jnp.asarray(scores / t), labels, where, jaxrank.bound(1.0), OPS)
+    np.testing.assert_allclose(np.asarray(got[0]), np.asarray(want[0]), rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(got[1]), np.asarray(want[1]) / t, rtol=1e-8, atol=1e-12)
+    scaled = _values_and_grad(jnp.asarray(1e3 * scores), labels, where, jaxrank.bound(0.7, top=3), OPS)
+    np.testing.assert_allclose(np.asarray(scaled[0]), np.asarray(got[0]), rtol=1e-10)  # scale-free
 
 
 def _edge_cases(dtype):

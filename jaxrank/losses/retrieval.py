@@ -22,13 +22,14 @@ from jaxrank import _checks, metrics
 from jaxrank.losses._metric import _smooth_ranker
 from jaxrank.metrics.positives import evaluate
 from jaxrank.ranking.backend import LIST_STATISTICS, scores_per_block
-from jaxrank.ranking.laplace import laplace
+from jaxrank.ranking.pairwise import bound
 from jaxrank.ranking.positives import Positives
 from jaxrank.ranking.positives import positives as _positives
 
-# metric_loss's: the three laws at every score scale and list length (docs/soft.md); a
-# dual encoder's cosines and its cosines over a temperature give the same loss.
-_DEFAULT_RANKER = laplace()
+# the three laws at every score scale and list length (docs/soft.md): the temperature
+# follows each list's top gaps, so cosines and cosines over a temperature give one loss
+_DEFAULT_RANKER = bound(top=10)
+_IN_SCORE_UNITS = bound(1.0)
 #: A block of queries holds at most about this many scores (queries x documents) at once.
 SCORES_PER_BLOCK = 1 << 20
 
@@ -40,18 +41,31 @@ def retrieval_loss(
     *,
     grades=None,
     metric: Callable = metrics.ndcg,
+    temperature: Optional[float] = None,
     ranker=None,
-    k=10,
+    k=None,
     where=None,
     block: Optional[int] = None,
     axis_name: Optional[str] = None,
-    per_positive: bool = False,
+    per_positive: bool = True,
     **metric_kwargs,
 ) -> jax.Array:
     """``1 - metric`` of each query's list of documents, ranked by ``queries @ documents.T``.
 
-    .. math:: \\ell_q = 1 - M_{\\text{ranker}}\\big(s_{q\\cdot} = \\langle e_q, d_\\cdot\\rangle,\\ y_{q\\cdot}\\big),
-        \\qquad y_{qj} = \\text{grade of } j \\text{ if } j \\in \\text{positives}_q \\text{ else } 0
+    .. math:: \\ell_q = \\frac{1}{\\sum_i g_i} \\sum_{i \\in \\text{positives}_q} g_i
+        \\Big(1 - M\\big(r_i = 1 + \\textstyle\\sum_{j \\notin \\text{positives}_q}
+        \\log_2(1 + e^{(s_{qj} - s_{qi})/T})\\big)\\Big),
+        \\qquad s_{qj} = \\langle e_q, d_j\\rangle
+
+    At its defaults: each (query, relevant candidate) pair is a list, as in InfoNCE (the
+    relevant candidate against the query's candidates that are not relevant), its rank
+    bounded above by the pairwise logistic loss (:func:`jaxrank.bound`: every negative above
+    it keeps a gradient, as InfoNCE's softmax gives), the metric (nDCG) over the whole list,
+    and a query's loss its pairs' mean weighted by the grades ``g``. ``T``: ``temperature``
+    in score units, as InfoNCE's (cosines over ``T``); by default the mean gap among each
+    list's top 11 scores, so that cosines and cosines over any temperature give the same
+    loss, which keeps the three laws of a relaxation (docs/soft.md). docs/retrieval_loss.md:
+    against InfoNCE on six collections.
 
     Args:
       queries: ``[Q, d]`` query embeddings.
@@ -65,12 +79,16 @@ def retrieval_loss(
         others, as in InfoNCE. A repeated index within a query counts once.
       grades: ``[Q, r]`` their labels (default 1).
       metric: a metric of :mod:`jaxrank.metrics` (default nDCG).
-      ranker: a smooth ranker (default ``laplace()``, whose temperature follows each list's
-        top scores: cosines and cosines over a temperature give the same loss,
-        docs/soft.md). ``laplace`` (O(Q M r)), ``bound``, ``softsort`` with a cutoff and
-        ``approx`` without one rank the relevant candidates alone (O(Q M depth) / O(Q M r)); any other
-        ranker gets each block's dense lists.
-      k: the metric's cutoff (default 10; None: the whole list).
+      temperature: InfoNCE's temperature, in score units (a number, or a traced scalar: a
+        learned temperature): the ranks are ``bound(temperature)``'s. None (default):
+        ``bound(top=10)``'s, whose temperature follows each list's top scores. Not with
+        ``ranker``.
+      ranker: a smooth ranker (default :func:`~jaxrank.bound`, above). ``bound``,
+        ``laplace`` (O(Q M r)), ``softsort`` with a cutoff and ``approx`` without one rank
+        the relevant candidates alone (O(Q M depth) / O(Q M r)); any other ranker gets each
+        block's dense lists.
+      k: the metric's cutoff (default None: the whole list, so that a relevant candidate
+        anywhere in it is pushed up; a cutoff takes the gradient of bounds past it away).
       where: ``bool[M]`` or ``bool[Q, M]``, the candidates of each list (a corpus's
         padding, or a query's known false negatives).
       block: queries scored at once (default: as many as keep a block's scores near
@@ -79,12 +97,13 @@ def retrieval_loss(
       axis_name: the ``shard_map`` axis the documents are sharded over; each device scores
         its own block and only per-query sums and the top ``k`` cross devices. The result
         equals one device's.
-      per_positive: each (query, relevant candidate) pair is its own list, as in InfoNCE:
-        the relevant candidate against the query's candidates that are not relevant (its
-        other relevant ones left out), and a query's loss is its pairs' losses weighted by
-        their grades. With :func:`~jaxrank.bound`, whose ranks count a relevant candidate
-        far above another as many places, this keeps the relevant candidates from being
-        pulled together.
+      per_positive: each (query, relevant candidate) pair is its own list (default), the
+        query's other relevant candidates left out of it, and a query's loss is its pairs'
+        losses weighted by their grades: with ``bound``, whose ranks count a relevant
+        candidate far above another as many places, this keeps the relevant candidates
+        from being pulled together. False: one list per query, every relevant candidate in
+        it (the metric's own treatment of several relevant items). A ranker whose
+        temperature follows the list takes it from the query's whole list.
       **metric_kwargs: passed to the metric (``gain``, ``rel``, ...).
 
     Returns:
@@ -96,15 +115,25 @@ def retrieval_loss(
       >>> q = 3 * jnp.eye(4, 8)
       >>> d = jnp.concatenate([q, -q])  # query i scores 9 with document i, 0 or -9 with the others
       >>> [round(float(v), 4) for v in losses.retrieval_loss(q, d, jnp.arange(4)[:, None])]  # first
-      [0.002, 0.002, 0.002, 0.002]
-      >>> [round(float(v), 4) for v in losses.retrieval_loss(q, d, [[1], [0], [3], [2]])]  # tied with five others, second
-      [0.5934, 0.5934, 0.5934, 0.5934]
+      [0.1494, 0.1494, 0.1494, 0.1494]
+      >>> [round(float(v), 4) for v in losses.retrieval_loss(q, d, [[1], [0], [3], [2]])]  # tied with five others, 9 below one
+      [0.7223, 0.7223, 0.7223, 0.7223]
       >>> [round(float(v), 4) for v in losses.retrieval_loss(10 * q, d, [[1], [0], [3], [2]])]  # any scale: the same
-      [0.5934, 0.5934, 0.5934, 0.5934]
+      [0.7223, 0.7223, 0.7223, 0.7223]
+      >>> [round(float(v), 4) for v in losses.retrieval_loss(q, d, [[1], [0], [3], [2]], temperature=0.1)]  # 90 T below one
+      [0.8591, 0.8591, 0.8591, 0.8591]
     """
     queries, documents = _checks.embeddings(queries, documents, "documents", "M")
     n_queries, local = queries.shape[0], documents.shape[0]
     pos = _as_positives(positives, grades, n_queries)
+    if temperature is not None:
+        if ranker is not None:
+            raise ValueError("temperature sets the default ranker's; give it to the ranker passed instead")
+        if isinstance(temperature, (int, float)):
+            _checks.positive(temperature, "temperature")
+        # the scores over T (a traced T too: a tuned or learned one) and bounds in their units
+        queries = queries / jnp.asarray(temperature, queries.dtype)
+        ranker = _IN_SCORE_UNITS
     ranker = _DEFAULT_RANKER if ranker is None else ranker
     _smooth_ranker(ranker)
     if where is not None:
@@ -146,6 +175,12 @@ def _per_positive(metric, scores, pos: Positives, where, kwargs: dict, axis_name
     pair's list, ``scores[B, M]`` with the query's other relevant candidates masked out."""
     b, r = pos.indices.shape
     local = scores.shape[-1]
+    over_temperature = getattr(kwargs["ranker"], "over_temperature", None)
+    if over_temperature is not None:  # the temperature of the query's whole list, shared by its pairs
+        scores, ranker = over_temperature(
+            scores, None if where is None else jnp.broadcast_to(where, scores.shape), axis_name
+        )
+        kwargs = dict(kwargs, ranker=ranker)
     first = 0 if axis_name is None else lax.axis_index(axis_name) * local  # global index of this block
     own = pos.valid[..., None] & (pos.indices[..., None] == first + jnp.arange(local))  # [B, r, M]
     relevant = jnp.any(own & (pos.grades > 0)[..., None], axis=1, keepdims=True)  # grade 0: a negative

@@ -14,13 +14,12 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 from jax import lax
-from jax.ad_checkpoint import checkpoint_name
 
 from jaxrank import _checks
-from jaxrank.ranking.backend import LIST_STATISTICS, argsort_descending, cumsum, linear_recurrence, sort_key
-from jaxrank.ranking.pairwise import PointRanks
+from jaxrank.ranking.backend import argsort_descending, cumsum, linear_recurrence, sort_key
+from jaxrank.ranking.pairwise import PointRanks, _ranks_at, _scale, _top_gap
 from jaxrank.ranking.positives import ListAxis, Positives
-from jaxrank.ranking.smooth import _inputs, _positive, _spread, soft_cutoff
+from jaxrank.ranking.smooth import _inputs, _positive, soft_cutoff
 
 
 def _step(x: jax.Array) -> jax.Array:
@@ -30,26 +29,6 @@ def _step(x: jax.Array) -> jax.Array:
     linear recurrences."""
     half = 0.5 * jnp.exp(-jnp.abs(x))
     return jnp.where(x >= 0, 1 - half, half)
-
-
-def _top_gap(top: jax.Array, m: jax.Array, depth: int) -> jax.Array:
-    """The mean gap between consecutive scores among the first ``min(m, depth + 1)`` of the
-    descending ``top[..., >= depth + 1 or m]``: 0 for a tied top or fewer than two items.
-    ``[..., 1]``."""
-    last = jnp.clip(jnp.minimum(m, depth + 1) - 1, 0, top.shape[-1] - 1)
-    return (top[..., :1] - jnp.take_along_axis(top, last, axis=-1)) / jnp.maximum(last, 1).astype(top.dtype)
-
-
-def _scale(temperature: float, gap: jax.Array, x: jax.Array, valid: jax.Array, list_axis=None) -> jax.Array:
-    """``temperature`` times the top ``gap``, or times the list's spread where the gap is 0;
-    the spread (three passes over the list) is taken only when some list needs it. Named
-    :data:`~jaxrank.ranking.backend.LIST_STATISTICS`, so that a blocked loss keeps it
-    rather than recompute the list's top in its backward pass."""
-    x = lax.stop_gradient(x)
-    spread = lax.cond(
-        jnp.any(gap <= 0), lambda: _spread(x, valid, list_axis), lambda: jnp.ones_like(gap, dtype=x.dtype)
-    )
-    return checkpoint_name(temperature * jnp.where(gap > 0, gap, spread), LIST_STATISTICS)
 
 
 @functools.partial(
@@ -173,11 +152,7 @@ class LaplaceRanker:
         m = axis.sum(jnp.sum(valid, axis=-1, keepdims=True))
         _, _, top = axis.top(lax.stop_gradient(x), valid, min(self.top + 1, axis.size))
         scale = _scale(self.temperature, _top_gap(top, m, self.top), x, valid, axis)
-        at = axis.at(x, positives.indices)
-        named = positives.valid & (axis.at(valid.astype(jnp.int32), positives.indices) > 0)
-        keep = valid[..., None, :] & (positives.indices[..., :, None] != axis.offset + jnp.arange(x.shape[-1]))
-        steps = _step((x[..., None, :] - at[..., :, None]) / scale[..., None])
-        ranks = 1 + axis.sum(jnp.sum(jnp.where(keep, steps, 0), axis=-1))
+        ranks, named, at = _ranks_at(x, valid, positives, axis, scale, _step)
         return LaplaceRanks(ranks, named, at, None, scale, self.cutoff_temperature, self.reach)
 
 

@@ -16,17 +16,57 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jax.ad_checkpoint import checkpoint_name
 
+from jaxrank import _checks
 from jaxrank.ranking._ties import reduce_positions
+from jaxrank.ranking.backend import LIST_STATISTICS
 from jaxrank.ranking.positives import ListAxis, Positives
 from jaxrank.ranking.ranks import PositionFn, Ranks
-from jaxrank.ranking.smooth import _check_units, _inputs, _optional_positive, _positive, soft_cutoff
+from jaxrank.ranking.smooth import _check_units, _inputs, _optional_positive, _positive, _spread, soft_cutoff
 
 # The pairwise kernel of ``approx`` works on blocks of rows: at most this many
 # pair terms per block for the whole batch, and at most PAIRS_PER_LIST per
 # list (so that a ``vmap`` by the caller, invisible here, stays bounded too).
 PAIRS_PER_BLOCK = 1 << 22
 PAIRS_PER_LIST = 1 << 17
+
+
+def _top_gap(top: jax.Array, m: jax.Array, depth: int) -> jax.Array:
+    """The mean gap between consecutive scores among the first ``min(m, depth + 1)`` of the
+    descending ``top[..., >= depth + 1 or m]``: 0 for a tied top or fewer than two items.
+    ``[..., 1]``."""
+    last = jnp.clip(jnp.minimum(m, depth + 1) - 1, 0, top.shape[-1] - 1)
+    return (top[..., :1] - jnp.take_along_axis(top, last, axis=-1)) / jnp.maximum(last, 1).astype(top.dtype)
+
+
+def _scale(temperature: float, gap: jax.Array, x: jax.Array, valid: jax.Array, list_axis=None) -> jax.Array:
+    """``temperature`` times the top ``gap``, or times the list's spread where the gap is 0;
+    the spread (three passes over the list) is taken only when some list needs it. Named
+    :data:`~jaxrank.ranking.backend.LIST_STATISTICS`, so that a blocked loss keeps it
+    rather than recompute the list's top in its backward pass."""
+    x = lax.stop_gradient(x)
+    spread = lax.cond(
+        jnp.any(gap <= 0), lambda: _spread(x, valid, list_axis), lambda: jnp.ones_like(gap, dtype=x.dtype)
+    )
+    return checkpoint_name(temperature * jnp.where(gap > 0, gap, spread), LIST_STATISTICS)
+
+
+def _ranks_at(
+    x: jax.Array, valid: jax.Array, positives: Positives, axis: ListAxis, scale, step: Callable[[jax.Array], jax.Array]
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The point ranks of the relevant items of ``positives`` alone, ``1 + sum_{j valid,
+    j != i} step((x_j - x_i) / scale)`` over the whole list ``x[..., n]`` (sharded over
+    ``axis``): ``n * r`` terms. ``scale``: a number or ``[..., 1]``. Returns (ranks, which
+    relevant items are in the list, their scores), each ``[..., r]``."""
+    at = axis.at(x, positives.indices)
+    named = positives.valid & (axis.at(valid.astype(jnp.int32), positives.indices) > 0)
+    keep = valid[..., None, :] & (positives.indices[..., :, None] != axis.offset + jnp.arange(x.shape[-1]))
+    inverse = 1.0 / jnp.expand_dims(jnp.asarray(scale, x.dtype), -1)
+    # 0 off the kept pairs, as in _pairwise_rows
+    z = jnp.where(keep, (x[..., None, :] - at[..., :, None]) * inverse, 0)
+    ranks = 1 + axis.sum(jnp.sum(jnp.where(keep, step(z), 0), axis=-1))
+    return ranks, named, at
 
 
 class PointRanks(Ranks):
@@ -319,11 +359,7 @@ class ApproxRanker:
             return None
         axis = ListAxis(axis_name, scores.shape[-1])
         x, valid = _inputs(scores, where, self.units, self.temperature, axis)
-        at = axis.at(x, positives.indices)
-        named = positives.valid & (axis.at(valid.astype(jnp.int32), positives.indices) > 0)
-        keep = valid[..., None, :] & (positives.indices[..., :, None] != axis.offset + jnp.arange(x.shape[-1]))
-        z = jnp.where(keep, (x[..., None, :] - at[..., :, None]) * (1.0 / self.temperature), 0)
-        ranks = 1 + axis.sum(jnp.sum(jnp.where(keep, jax.nn.sigmoid(z), 0), axis=-1))
+        ranks, named, at = _ranks_at(x, valid, positives, axis, self.temperature, jax.nn.sigmoid)
         tau = self.temperature if self.cutoff_temperature is None else self.cutoff_temperature
         return ApproxRanks(ranks=ranks, valid=named, scores=at, temperature=self.temperature, tau=tau)
 
@@ -382,13 +418,13 @@ def _bound_term(x: jax.Array, c: jax.Array) -> jax.Array:
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class BoundRanks(PointRanks):
-    """Logistic upper bounds of the ranks; see :func:`bound`. ``tau``: the soft cutoff's
-    width in positions (bounds do not collapse to the mean rank: nothing is given back)."""
+    """Logistic upper bounds of the ranks; see :func:`bound`. ``scores``: over the
+    temperature. ``tau``: the soft cutoff's width in positions (bounds do not collapse to
+    the mean rank: nothing is given back)."""
 
     ranks: jax.Array
     valid: jax.Array
     scores: jax.Array
-    temperature: float = dataclasses.field(metadata=dict(static=True), default=1.0)
     tau: float = dataclasses.field(metadata=dict(static=True), default=1.0)
 
     def cutoff_width(self) -> jax.Array:
@@ -396,7 +432,7 @@ class BoundRanks(PointRanks):
 
     def _subset_ranks(self, masks: jax.Array) -> jax.Array:
         scores = jnp.broadcast_to(self.scores, masks.shape)
-        return 1 + _pairwise_rows(_bound_term, scores, masks, masks, self.temperature)
+        return 1 + _pairwise_rows(_bound_term, scores, masks, masks, 1.0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -405,37 +441,53 @@ class BoundRanker:
 
     temperature: float = 1.0
     cutoff_temperature: float = 1.0
+    top: Optional[int] = None
 
     smooth = True
 
     def __post_init__(self):
         object.__setattr__(self, "temperature", _positive(self.temperature, "temperature"))
         object.__setattr__(self, "cutoff_temperature", _positive(self.cutoff_temperature, "cutoff_temperature"))
+        if self.top is not None:
+            object.__setattr__(self, "top", _checks.positive_int(self.top, "top"))
+
+    def _over_temperature(self, x: jax.Array, valid: jax.Array, axis: ListAxis) -> jax.Array:
+        if self.top is None:
+            return x * (1.0 / self.temperature)
+        m = axis.sum(jnp.sum(valid, axis=-1, keepdims=True))
+        _, _, top = axis.top(lax.stop_gradient(x), valid, min(self.top + 1, axis.size))
+        return x / _scale(self.temperature, _top_gap(top, m, self.top), x, valid, axis)
+
+    def over_temperature(self, scores, where=None, axis_name: Optional[str] = None) -> tuple[jax.Array, BoundRanker]:
+        """Each list's scores over its temperature (masked items 0), and the ranker that
+        ranks them at temperature 1: the temperature of a whole list, for lists cut from it
+        (``retrieval_loss(per_positive=True)``). ``axis_name``: the lists are sharded."""
+        axis = ListAxis(axis_name, jnp.shape(scores)[-1])
+        x, valid = _inputs(scores, where, list_axis=axis)
+        return self._over_temperature(x, valid, axis), BoundRanker(1.0, self.cutoff_temperature)
 
     def __call__(self, scores, where=None, *, depth: Optional[int] = None) -> BoundRanks:
         del depth  # every rank depends on every score
         s, valid = _inputs(scores, where)
-        ranks = 1 + _pairwise_rows(_bound_term, s, valid, valid, self.temperature)
-        return BoundRanks(ranks, valid, s, self.temperature, self.cutoff_temperature)
+        x = self._over_temperature(s, valid, ListAxis(None, s.shape[-1]))
+        ranks = 1 + _pairwise_rows(_bound_term, x, valid, valid, 1.0)
+        return BoundRanks(ranks, valid, x, self.cutoff_temperature)
 
     def at_positives(
         self, scores, where, positives: Positives, depth: Optional[int], axis_name: Optional[str] = None
     ) -> BoundRanks:
         """:class:`BoundRanks` of the relevant items of ``positives`` alone, each a sum over
         the whole list ``scores[..., n]`` (sharded over ``axis_name`` when given): ``n * r``
-        terms, a softmax's cost over ``r`` positives."""
+        terms, a softmax's cost over ``r`` positives (and a top-``(top + 1)``)."""
         del depth  # the cutoff's width is fixed
         axis = ListAxis(axis_name, scores.shape[-1])
         x, valid = _inputs(scores, where, list_axis=axis)
-        at = axis.at(x, positives.indices)
-        named = positives.valid & (axis.at(valid.astype(jnp.int32), positives.indices) > 0)
-        keep = valid[..., None, :] & (positives.indices[..., :, None] != axis.offset + jnp.arange(x.shape[-1]))
-        z = jnp.where(keep, (x[..., None, :] - at[..., :, None]) * (1.0 / self.temperature), 0)
-        ranks = 1 + axis.sum(jnp.sum(jnp.where(keep, _bound_step(z), 0), axis=-1))
-        return BoundRanks(ranks, named, at, self.temperature, self.cutoff_temperature)
+        x = self._over_temperature(x, valid, axis)
+        ranks, named, at = _ranks_at(x, valid, positives, axis, 1.0, _bound_step)
+        return BoundRanks(ranks, named, at, self.cutoff_temperature)
 
 
-def bound(temperature: float = 1.0, *, cutoff_temperature: float = 1.0) -> BoundRanker:
+def bound(temperature: float = 1.0, *, cutoff_temperature: float = 1.0, top: Optional[int] = None) -> BoundRanker:
     """Upper bounds of the ranks from the pairwise logistic loss: the ranks of InfoNCE's logits.
 
     .. math:: r_i = 1 + \\sum_{j \\ne i,\\ j\\ \\text{valid}} \\log_2\\Big(1 + e^{(s_j - s_i)/T}\\Big)
@@ -447,16 +499,23 @@ def bound(temperature: float = 1.0, *, cutoff_temperature: float = 1.0) -> Bound
     when the other items are many :math:`T` below. An item ``d`` above ``i`` adds about
     :math:`1 + d / (T \\ln 2)`: its gradient does not vanish however far above it is (the
     logistic loss's, as in InfoNCE), where a smooth step (:func:`approx`, :func:`laplace`)
-    gives a negative far above almost none. ``T`` is in score units: give the scores as
-    you give logits to a softmax cross-entropy (cosines over InfoNCE's temperature).
+    gives a negative far above almost none.
+
+    :math:`T` is ``temperature`` in score units (give the scores as you give logits to a
+    softmax cross-entropy: cosines over InfoNCE's temperature), or, with ``top``,
+    ``temperature`` times the mean gap between consecutive scores among the list's first
+    ``top + 1`` (held constant in the gradient; the list's standard deviation where those
+    are tied), as :func:`laplace`'s: the same bound at every score scale and, since the top
+    gaps shrink as a list grows, for a list of 10 or of a million.
 
     The cutoff :math:`[r \\le k]` is :func:`soft_cutoff` of width ``cutoff_temperature``
     positions. Cost: as :func:`approx`, O(n^2) per list in row blocks; with a metric's labels
-    given as :func:`jaxrank.positives`, ``n * r`` terms.
+    given as :func:`jaxrank.positives`, ``n * r`` terms (and a top-``(top + 1)``).
 
     Args:
-      temperature: :math:`T > 0`, in the units of the scores.
+      temperature: :math:`T > 0`, in the units of the scores, or of the top gaps with ``top``.
       cutoff_temperature: the soft cutoff's width, in positions.
+      top: how many gaps at the top of each list set the temperature (None: score units).
 
     Example:
       >>> import jax.numpy as jnp, jaxrank
@@ -466,5 +525,7 @@ def bound(temperature: float = 1.0, *, cutoff_temperature: float = 1.0) -> Bound
       [1.0, 15.427, 73.135]
       >>> [round(float(r), 3) for r in jaxrank.bound()(jnp.array([3.0, 3.0])).ranks]  # a tie counts as above
       [2.0, 2.0]
+      >>> [round(float(r), 3) for r in jaxrank.bound(top=2)(0.001 * jnp.array([3.0, 2.0, 0.0])).ranks]  # T: 1.5 thousandths
+      [1.781, 2.897, 6.33]
     """
-    return BoundRanker(temperature, cutoff_temperature)
+    return BoundRanker(temperature, cutoff_temperature, top)
