@@ -30,8 +30,6 @@ from jaxrank.ranking.positives import positives as _positives
 # follows each list's top gaps, so cosines and cosines over a temperature give one loss
 _DEFAULT_RANKER = bound(top=10)
 _IN_SCORE_UNITS = bound(1.0)
-#: A block of queries holds at most about this many scores (queries x documents) at once.
-SCORES_PER_BLOCK = 1 << 20
 
 
 def retrieval_loss(
