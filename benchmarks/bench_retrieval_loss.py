@@ -11,8 +11,11 @@ mean loss in both embeddings, under ``jit``. Rows:
 
 * ``infonce``: InfoNCE as its users write it, ``optax.softmax_cross_entropy_with_integer_labels``
   of the scores over a temperature of 0.05 (the floor: one pass over the score matrix);
-* ``default``: ``jaxrank.losses.retrieval_loss(q, D, positives)`` (soft nDCG@10, its
-  default ranker), blocks of queries with rematerialisation, the ``[Q, M]`` matrix never held;
+* ``default``: ``jaxrank.losses.retrieval_loss(q, D, positives)`` (its defaults: nDCG of
+  bounds of the ranks at each list's top gaps), blocks of queries with rematerialisation,
+  the ``[Q, M]`` matrix never held;
+* ``temperature``: the same at InfoNCE's temperature, ``temperature=0.05`` (as an InfoNCE
+  user calls it: no top of the list to take);
 * ``approx``: the same with ``ranker=jaxrank.approx(), k=None`` (each relevant item's rank a
   sum over the list, no cutoff);
 * ``dense``: ``losses.metric_loss(q @ D.T, labels, k=10)`` with the labels dense, the
@@ -43,7 +46,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _machine  # noqa: E402
 
 SIZES = {"4096x4096": (4096, 4096), "16384x16384": (16384, 16384), "1024x1000000": (1024, 1_000_000)}
-ROWS = ("infonce", "default", "approx", "dense", "rax_approx_ndcg", "rax_softmax")
+ROWS = ("infonce", "default", "temperature", "approx", "dense", "rax_approx_ndcg", "rax_softmax")
 DIM = 128
 # Rows that hold the dense [Q, M] lists, and the [Q, M, M] pair matrices of rax's ApproxNDCG.
 DENSE = {"dense", "rax_approx_ndcg", "rax_softmax"}
@@ -61,6 +64,8 @@ def _loss(row: str, positives, n_docs: int):
         return lambda q, d: optax.softmax_cross_entropy_with_integer_labels(q @ d.T / 0.05, positives).mean()
     if row == "default":
         return lambda q, d: losses.retrieval_loss(q, d, positives[:, None]).mean()
+    if row == "temperature":
+        return lambda q, d: losses.retrieval_loss(q, d, positives[:, None], temperature=0.05).mean()
     if row == "approx":
         return lambda q, d: losses.retrieval_loss(q, d, positives[:, None], ranker=jaxrank.approx(), k=None).mean()
     labels = jax.nn.one_hot(positives, n_docs, dtype=jnp.float32)
