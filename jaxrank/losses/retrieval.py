@@ -146,6 +146,8 @@ def retrieval_loss(
     per_query = where if where is not None and where.ndim == 2 else None
     if axis_name is None:
         _checks.indices_within(pos.indices, local, "positives")
+    # one positive a query: its pair's list is the query's (the same values, fewer passes)
+    per_positive = per_positive and pos.indices.shape[1] > 1
     # a block of queries holds one list per pair with per_positive
     block = _block(block, n_queries, local * (pos.indices.shape[1] if per_positive else 1))
     kwargs = dict(metric_kwargs, k=k, ranker=ranker)
