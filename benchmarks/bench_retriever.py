@@ -28,7 +28,7 @@ per query (the current model's top documents that are not relevant to it, from
 ``--refresh`` steps the validation queries are searched and the model of the best validation
 nDCG@10 is kept. Every row has the same budget: steps, batches, initialisations (run ``f`` of
 seed ``s`` starts from seed ``100 s + f``, and draws its batches from it), the number of
-mined negatives, and a grid of ``len(GRID)`` values of its one parameter.
+mined negatives, and at most ``len(TEMPERATURES)`` values of its one parameter to choose from.
 
 Rows (``--rows``; InfoNCE is always run: it is the baseline), each ``(q, D, positives,
 where, t) -> loss`` with ``t`` from its grid:
@@ -46,7 +46,8 @@ where, t) -> loss`` with ``t`` from its grid:
   ``jax``, the rankers (``softsort``, ``approx``, ...) and ``positives``, gives the loss
   ``lambda q, d, p, w, t: ...`` (``p`` a ``jaxrank.positives``, ``w`` the ``[M]`` mask of
   real documents; per-query losses are averaged), or a pair ``(loss, grid)``; the grid is
-  :data:`TEMPERATURES` when not given, and must have as many values as InfoNCE's. ``t`` reaches it
+  :data:`TEMPERATURES` when not given, and has at most as many values as InfoNCE's (a row
+  without a parameter: one value, ``t`` unused; fewer values, less tuning). ``t`` reaches it
   as a Python number, so it may set a ranker (``laplace(t)``): one compiled loss per value.
 
 Choices, on validation queries only: each (encoder, row) takes the grid value of the best
@@ -179,8 +180,8 @@ def parse_row(spec: str) -> Row:
     except Exception as error:
         raise SystemExit(f"--rows: cannot build {expression!r}: {error}") from None
     fn, grid = built if isinstance(built, tuple) else (built, TEMPERATURES)
-    if not callable(fn) or len(grid) != len(TEMPERATURES):
-        raise SystemExit(f"--rows {name}: give a loss, or (loss, grid) with {len(TEMPERATURES)} grid values")
+    if not callable(fn) or not 1 <= len(grid) <= len(TEMPERATURES):
+        raise SystemExit(f"--rows {name}: give a loss, or (loss, grid) with 1 to {len(TEMPERATURES)} grid values")
     return Row(name.strip(), _user_loss(fn), tuple(float(v) for v in grid), expression.strip(), static=True)
 
 

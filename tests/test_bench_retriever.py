@@ -76,7 +76,16 @@ def test_rows_from_the_command_line():
         "sharp=(lambda q, d, p, w, t: losses.retrieval_loss(q / t, d, p, where=w), (1, 0.5, 0.2, 0.1, 0.05))"
     )
     assert row.grid == (1.0, 0.5, 0.2, 0.1, 0.05) and row.describe.startswith("(lambda")
-    for bad in ("nonsense", "default=lambda q, d, p, w, t: 0", "x=(lambda q, d, p, w, t: 0, (1, 2))", "x=lambda: ("):
+    row = br.parse_row("plain=(lambda q, d, p, w, t: losses.retrieval_loss(q, d, p, where=w), (1,))")
+    assert row.grid == (1.0,)  # no parameter: one run a seed, less tuning than InfoNCE's
+    too_many = "x=(lambda q, d, p, w, t: 0, (1, 2, 3, 4, 5, 6))"
+    for bad in (
+        "nonsense",
+        "default=lambda q, d, p, w, t: 0",
+        too_many,
+        "x=(lambda q, d, p, w, t: 0, ())",
+        "x=lambda: (",
+    ):
         with pytest.raises(SystemExit, match="--rows"):
             br.parse_row(bad)
 

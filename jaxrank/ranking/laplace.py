@@ -17,7 +17,7 @@ from jax import lax
 
 from jaxrank import _checks
 from jaxrank.ranking.backend import argsort_descending, cumsum, linear_recurrence, sort_key
-from jaxrank.ranking.pairwise import PointRanks, _ranks_at, _scale, _top_gap
+from jaxrank.ranking.pairwise import PointRanks, _list_scale, _ranks_at, _scale, _top_gap
 from jaxrank.ranking.positives import ListAxis, Positives
 from jaxrank.ranking.smooth import _inputs, _positive, soft_cutoff
 
@@ -149,9 +149,7 @@ class LaplaceRanker:
         del depth
         axis = ListAxis(axis_name, scores.shape[-1])
         x, valid = _inputs(scores, where, list_axis=axis)
-        m = axis.sum(jnp.sum(valid, axis=-1, keepdims=True))
-        _, _, top = axis.top(lax.stop_gradient(x), valid, min(self.top + 1, axis.size))
-        scale = _scale(self.temperature, _top_gap(top, m, self.top), x, valid, axis)
+        scale = _list_scale(self.temperature, self.top, x, valid, axis)
         ranks, named, at = _ranks_at(x, valid, positives, axis, scale, _step)
         return LaplaceRanks(ranks, named, at, None, scale, self.cutoff_temperature, self.reach)
 

@@ -52,6 +52,15 @@ def _scale(temperature: float, gap: jax.Array, x: jax.Array, valid: jax.Array, l
     return checkpoint_name(temperature * jnp.where(gap > 0, gap, spread), LIST_STATISTICS)
 
 
+def _list_scale(temperature: float, depth: int, x: jax.Array, valid: jax.Array, axis: ListAxis) -> jax.Array:
+    """``temperature`` times the mean gap among each list's top ``depth + 1`` scores (or
+    its spread, see :func:`_scale`), from the list's top alone (``ListAxis.top``, sharded
+    over ``axis``): ``[..., 1]``."""
+    m = axis.sum(jnp.sum(valid, axis=-1, keepdims=True))
+    _, _, top = axis.top(lax.stop_gradient(x), valid, min(depth + 1, axis.size))
+    return _scale(temperature, _top_gap(top, m, depth), x, valid, axis)
+
+
 def _ranks_at(
     x: jax.Array, valid: jax.Array, positives: Positives, axis: ListAxis, scale, step: Callable[[jax.Array], jax.Array]
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -454,9 +463,7 @@ class BoundRanker:
     def _over_temperature(self, x: jax.Array, valid: jax.Array, axis: ListAxis) -> jax.Array:
         if self.top is None:
             return x * (1.0 / self.temperature)
-        m = axis.sum(jnp.sum(valid, axis=-1, keepdims=True))
-        _, _, top = axis.top(lax.stop_gradient(x), valid, min(self.top + 1, axis.size))
-        return x / _scale(self.temperature, _top_gap(top, m, self.top), x, valid, axis)
+        return x / _list_scale(self.temperature, self.top, x, valid, axis)
 
     def over_temperature(self, scores, where=None, axis_name: Optional[str] = None) -> tuple[jax.Array, BoundRanker]:
         """Each list's scores over its temperature (masked items 0), and the ranker that
