@@ -13,6 +13,10 @@ into a temporary folder. Splits, fixed for every row:
   seed): run ``f`` tests on fold ``f``, validates on 40/165 of the other queries and trains
   on the rest. Every query is a test query once per seed.
 
+Seeds: ``--seeds S`` runs seeds ``F, ..., F + S - 1`` (``--first-seed F``, 0 by default), so a
+second run on fresh seeds repeats the whole protocol (the grid chosen again on seed ``F``)
+without re-running the first.
+
 Encoders (``--encoders``), both trained from scratch, one tower for queries and documents,
 over the same features (each text's words and word bigrams hashed into ``2^bits`` buckets,
 their embeddings averaged): ``linear``, ``examples/train_retriever.py``'s ``Encoder`` (an
@@ -228,24 +232,25 @@ def folds(n: int, k: int, seed: int) -> list[Split]:
 class Collection:
     name: str
     data: jaxrank.datasets.Beir
+    seeds: tuple[int, ...]  # the seed numbers, in order
     splits: list[list[Split]]  # per seed, its runs
     how: str  # the split, in words
 
 
-def load(folder: Path, scratch: Path, n_seeds: int, n_folds: int) -> Collection:
+def load(folder: Path, scratch: Path, seeds: Sequence[int], n_folds: int) -> Collection:
     folder = beir_layout.as_beir(folder, scratch)
     data, split = tr.load(folder)
     if (folder / "qrels" / "train.tsv").is_file():
         train, valid, test = split
         how = f"BEIR's split: {len(train) + len(valid)} training queries ({len(valid)} validate), {len(test)} test"
-        return Collection(folder.name, data, [[split]] * n_seeds, how)
-    per_seed = [folds(len(data.query_ids), n_folds, seed) for seed in range(n_seeds)]
+        return Collection(folder.name, data, tuple(seeds), [[split]] * len(seeds), how)
+    per_seed = [folds(len(data.query_ids), n_folds, seed) for seed in seeds]
     sizes = sorted({len(s[0]) for runs in per_seed for s in runs})
     how = (
         f"{n_folds}-fold cross-validation over its {len(data.query_ids)} queries "
         f"({sizes[0]}-{sizes[-1]} training, {len(per_seed[0][0][1])} validation per fold)"
     )
-    return Collection(folder.name, data, per_seed, how)
+    return Collection(folder.name, data, tuple(seeds), per_seed, how)
 
 
 # --- runs -------------------------------------------------------------------------------
@@ -274,12 +279,13 @@ class Runs:
     losses: list[tuple[float, float]] = dataclasses.field(default_factory=list)  # first, last training loss
 
 
-def run_seed(c: Collection, seed: int, tokens, model_type, row: Row, t: float, args) -> Runs:
-    out = Runs()
+def run_seed(c: Collection, i: int, tokens, model_type, row: Row, t: float, args) -> Runs:
+    """The runs of ``c``'s ``i``-th seed."""
+    out, seed = Runs(), c.seeds[i]
     # a command-line row may build a ranker from t, which must then be a Python number: the
     # loss is compiled once per grid value (one partial for every fold); built-in rows trace t
     loss_fn, loss_args = (functools.partial(row.loss, t=t), ()) if row.static else (row.loss, (jnp.float32(t),))
-    for f, split in enumerate(c.splits[seed]):
+    for f, split in enumerate(c.splits[i]):
         result = tr.train(
             c.data,
             split,
@@ -305,7 +311,7 @@ def run_seed(c: Collection, seed: int, tokens, model_type, row: Row, t: float, a
 def untrained(c: Collection, tokens, model_type, args) -> list[dict[str, dict[str, float]]]:
     """Each seed's test values of the encoders its runs start from."""
     out = []
-    for seed, splits in enumerate(c.splits):
+    for seed, splits in zip(c.seeds, c.splits):
         values: dict[str, dict[str, float]] = {m: {} for m in MEASURES}
         for f, split in enumerate(splits):
             model = model_type(args.model["bits"], args.model["dim"], rngs=nnx.Rngs(100 * seed + f))
@@ -329,7 +335,7 @@ def run_row(c: Collection, tokens, model_type, row: Row, args) -> dict:
             flush=True,
         )
     chosen = max(row.grid, key=lambda t: np.mean(first[t].valid))  # the first on a tie
-    seeds = [first[chosen]] + [run_seed(c, s, tokens, model_type, row, chosen, args) for s in range(1, len(c.splits))]
+    seeds = [first[chosen]] + [run_seed(c, i, tokens, model_type, row, chosen, args) for i in range(1, len(c.seeds))]
     return {"grid": {t: first[t] for t in row.grid}, "chosen": chosen, "seeds": seeds}
 
 
@@ -360,6 +366,13 @@ def statistics(values: dict[str, dict[str, np.ndarray]], n: int) -> dict[tuple[s
         holm = np.asarray(jaxrank.stats.multipletests(jnp.asarray([s[3] for s in raw]), "holm")) if raw else []
         out.update({(r, m): (*s, float(h)) for r, s, h in zip(others, raw, holm)})
     return out
+
+
+def _seeds(c: Collection) -> str:
+    """``"4 seeds"``, or ``"4 seeds (4-7)"`` where they do not start at 0."""
+    first, last = c.seeds[0], c.seeds[-1]
+    text = f"{len(c.seeds)} seed" + ("s" if len(c.seeds) > 1 else "")
+    return text if first == 0 else f"{text} ({first}" + (f"-{last})" if last > first else ")")
 
 
 def _grid(row: Row, chosen: float) -> str:
@@ -438,6 +451,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     p.add_argument("--rows", nargs="+", default=list(BUILTIN), help="built-in names or NAME=EXPR (see above)")
     p.add_argument("--encoders", nargs="+", default=list(ENCODERS), choices=list(ENCODERS))
     p.add_argument("--seeds", type=int, default=2)
+    p.add_argument("--first-seed", type=int, default=0, help="run seeds first-seed .. first-seed + seeds - 1")
     p.add_argument("--folds", type=int, default=5, help="cross-validation folds where there is no train split")
     p.add_argument("--steps", type=int, default=150)
     p.add_argument("--refresh", type=int, default=25, help="steps between mining and validation")
@@ -452,8 +466,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     args = p.parse_args(argv)
     if args.quick:
         args.seeds, args.folds, args.steps, args.refresh, args.resamples = 1, 2, 20, 10, 1000
-    if args.seeds < 1 or args.folds < 2 or args.steps < 1 or args.refresh < 1:
-        p.error("--seeds and --steps, --refresh must be positive, --folds at least 2")
+    if args.seeds < 1 or args.folds < 2 or args.steps < 1 or args.refresh < 1 or args.first_seed < 0:
+        p.error("--seeds and --steps, --refresh must be positive, --first-seed at least 0, --folds at least 2")
     rows = {r.name: r for r in [BUILTIN["infonce"], *map(parse_row, args.rows)]}
     args.model = dict(
         batch=args.batch, negatives=args.negatives, lr=args.lr, bits=16, dim=64, doc_length=args.doc_length
@@ -465,9 +479,9 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     tables, stats, out = {}, {}, {"machine": run.as_dict(), "settings": {k: str(v) for k, v in vars(args).items()}}
     with tempfile.TemporaryDirectory() as scratch:
         for folder in args.data:
-            c = load(folder, Path(scratch), args.seeds, args.folds)
+            c = load(folder, Path(scratch), range(args.first_seed, args.first_seed + args.seeds), args.folds)
             tokens = tr.featurize_all(c.data, args.model["bits"], args.doc_length)
-            print(f"{c.name}: {len(c.data.doc_ids)} documents; {c.how}; {args.seeds} seeds", flush=True)
+            print(f"{c.name}: {len(c.data.doc_ids)} documents; {c.how}; {_seeds(c)}", flush=True)
             results = {}
             for enc in args.encoders:
                 results[enc] = {"untrained": untrained(c, tokens, ENCODERS[enc], args), "rows": {}}
@@ -477,7 +491,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
             text, stats[c.name] = table(c, results, rows, args.resamples)
             seconds = sum(r.seconds for e in results.values() for o in e["rows"].values() for r in o["grid"].values())
             seconds += sum(r.seconds for e in results.values() for o in e["rows"].values() for r in o["seeds"][1:])
-            tables[c.name] = f"### {c.name}\n\n{len(c.data.doc_ids)} documents; {c.how}; {args.seeds} seeds; "
+            tables[c.name] = f"### {c.name}\n\n{len(c.data.doc_ids)} documents; {c.how}; {_seeds(c)}; "
             tables[c.name] += f"{seconds:.0f} s of training\n\n{text}\n"
             print("\n" + tables[c.name], flush=True)
             out[c.name] = {"how": c.how, "table": tables[c.name], "stats": stats[c.name]}

@@ -1,7 +1,7 @@
 """benchmarks/bench_retriever.py: folds that hold out every query once with validation from
 the training queries, the baselines' losses against their formulas, rows from the command
 line, and a small run end to end: a grid value chosen on validation, later seeds on it alone,
-every test query judged."""
+every test query judged, and a later seed run alone giving the same values."""
 
 import json
 import sys
@@ -128,3 +128,12 @@ def test_a_small_run_chooses_on_validation_and_judges_every_test_query(tmp_path,
     assert "default ndcg_cut.10" in out["small"]["stats"]["mlp"]
     printed = capsys.readouterr().out
     assert "| mlp | default | losses.retrieval_loss" in printed and "### Against InfoNCE, every collection" in printed
+
+    # --first-seed: seed 1 alone repeats the protocol on it (its grid), the same runs as above
+    argv[argv.index("--seeds") + 1] = "1"
+    argv[argv.index("--json") + 1] = str(tmp_path / "later.json")
+    br.main([*argv, "--first-seed", "1", "--rows", "infonce"])
+    later = json.loads((tmp_path / "later.json").read_text())["small"]
+    assert "; 1 seed (1); " in later["table"]
+    before = out["small"]["mlp"]["rows"]["infonce"]
+    assert later["mlp"]["rows"]["infonce"]["grid"][str(before["chosen"])]["test"] == before["seeds"][0]["test"]
