@@ -68,6 +68,11 @@ other rows (``jaxrank.stats.multipletests``) in brackets.
     python benchmarks/bench_retriever.py --data /work/beir-data/scifact tests/data/cranfield --json out.json
     python benchmarks/bench_retriever.py --data DIR --rows default \\
         'mine=lambda q, d, p, w, t: losses.retrieval_loss(q / t, d, p, where=w, ranker=softsort(0.1))'
+    python benchmarks/bench_retriever.py --pool first.json later.json   # runs on disjoint seeds, as one
+
+``--pool`` reads the ``--json`` files of runs on disjoint seeds and gives every (collection,
+encoder, row) they share against InfoNCE over all their seeds (each file's grid value was
+chosen on its own first seed).
 
 Results: docs/retrieval_loss.md.
 """
@@ -445,6 +450,66 @@ def _as_json(res: dict) -> dict:
     }
 
 
+def _file_seeds(out: dict) -> range:
+    first = int(out["settings"].get("first_seed", 0))  # files written before --first-seed ran from 0
+    return range(first, first + int(out["settings"]["seeds"]))
+
+
+def pool(paths: Sequence[Path], n_resamples: int) -> str:
+    """The Markdown table of every (collection, encoder, row) in all of ``paths`` (``--json``
+    files of runs on disjoint seeds) against InfoNCE, each query's values averaged over every
+    seed of every file."""
+    outs = []
+    for path in paths:
+        try:
+            outs.append(json.loads(path.read_text()))
+        except (OSError, ValueError) as error:
+            raise SystemExit(f"--pool: cannot read {path}: {error}") from None
+        if "settings" not in outs[-1]:
+            raise SystemExit(f"--pool: {path} is not a --json file of this benchmark")
+    seen: dict[int, Path] = {}
+    for path, out in zip(paths, outs):
+        for seed in _file_seeds(out):
+            if seed in seen:
+                raise SystemExit(f"--pool: seed {seed} is in both {seen[seed]} and {path}")
+            seen[seed] = path
+    skip = {"machine", "settings", "markdown"}
+    names = [n for n in outs[0] if n not in skip and all(n in o for o in outs)]
+    lines = [
+        "| collection | encoder | row | T chosen (each file) | test nDCG@10 | Δ vs InfoNCE [95% CI] | p (Holm) "
+        "| test R@100 | Δ vs InfoNCE [95% CI] | p (Holm) |",
+        "|---|---|---|---|---:|---|---|---:|---|---|",
+    ]
+    for name in names:
+        for enc in [e for e in outs[0][name] if e in ENCODERS and all(e in o[name] for o in outs)]:
+            rows = [r for r in outs[0][name][enc]["rows"] if all(r in o[name][enc]["rows"] for o in outs)]
+            tests = {r: [] for r in rows}
+            for out in outs:
+                for r in rows:
+                    res = out[name][enc]["rows"][r]
+                    tests[r] += [res["grid"][str(res["chosen"])]["test"]] + [s["test"] for s in res["seeds"]]
+            qids = sorted(tests["infonce"][0][MEASURES[0]])
+            if any(sorted(t[m]) != qids for r in rows for t in tests[r] for m in MEASURES):
+                raise SystemExit(f"--pool: {name} {enc}: the files judge different test queries")
+            values = {r: query_means(tests[r], qids) for r in rows}
+            stats = statistics(values, n_resamples)
+            for r in rows:
+                chosen = "/".join(f"{o[name][enc]['rows'][r]['chosen']:g}" for o in outs)
+                cells = [name, enc, r, chosen]
+                for m in MEASURES:
+                    cells.append(f"{values[r][m].mean():.4f}")
+                    if r == "infonce":
+                        cells += ["baseline", ""]
+                    else:
+                        d, low, high, p, holm = stats[r, m]
+                        cells += [f"{d:+.4f} [{low:+.4f}, {high:+.4f}]", f"{p:.3g} ({holm:.3g})"]
+                lines.append("| " + " | ".join(cells) + " |")
+    described = "; ".join(
+        f"{path.name}: seeds {_file_seeds(o).start}-{_file_seeds(o).stop - 1}" for path, o in zip(paths, outs)
+    )
+    return f"{len(seen)} seeds ({described})\n\n" + "\n".join(lines) + "\n"
+
+
 def main(argv: Optional[Sequence[str]] = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", nargs="+", type=Path, default=[tr.DEFAULT_DATA], help="folders in BEIR's layout")
@@ -463,7 +528,14 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     p.add_argument("--json", type=Path, help="write every value and the tables here")
     p.add_argument("--markdown", type=Path, help="write the tables here")
     p.add_argument("--quick", action="store_true", help="the path only: 1 seed, 2 folds, 20 steps, 1,000 resamples")
+    p.add_argument("--pool", nargs="+", type=Path, help="--json files of runs on disjoint seeds: their table, as one")
     args = p.parse_args(argv)
+    if args.pool:
+        text = pool(args.pool, args.resamples)
+        print(text)
+        if args.markdown:
+            args.markdown.write_text(text)
+        return {"markdown": text}
     if args.quick:
         args.seeds, args.folds, args.steps, args.refresh, args.resamples = 1, 2, 20, 10, 1000
     if args.seeds < 1 or args.folds < 2 or args.steps < 1 or args.refresh < 1 or args.first_seed < 0:

@@ -1,7 +1,8 @@
 """benchmarks/bench_retriever.py: folds that hold out every query once with validation from
 the training queries, the baselines' losses against their formulas, rows from the command
 line, and a small run end to end: a grid value chosen on validation, later seeds on it alone,
-every test query judged, and a later seed run alone giving the same values."""
+every test query judged; a later seed run alone gives the same values, and runs on disjoint
+seeds pool into one table."""
 
 import json
 import sys
@@ -137,3 +138,30 @@ def test_a_small_run_chooses_on_validation_and_judges_every_test_query(tmp_path,
     assert "; 1 seed (1); " in later["table"]
     before = out["small"]["mlp"]["rows"]["infonce"]
     assert later["mlp"]["rows"]["infonce"]["grid"][str(before["chosen"])]["test"] == before["seeds"][0]["test"]
+
+    # --pool: files on disjoint seeds as one; a seed in two files is refused
+    with pytest.raises(SystemExit, match="seed 1 is in both"):
+        br.main(["--pool", str(tmp_path / "out.json"), str(tmp_path / "later.json")])
+    argv[argv.index("--json") + 1] = str(tmp_path / "third.json")
+    br.main([*argv, "--first-seed", "2"])
+    text = br.main(["--pool", str(tmp_path / "out.json"), str(tmp_path / "third.json"), "--resamples", "200"])
+    third = json.loads((tmp_path / "third.json").read_text())["small"]["mlp"]["rows"]
+    assert text["markdown"].startswith("3 seeds (out.json: seeds 0-1; third.json: seeds 2-2)")
+    for name in ("infonce", "default"):
+        runs = [out["small"]["mlp"]["rows"][name], third[name]]
+        tests = [r["grid"][str(r["chosen"])]["test"] for r in runs] + [s["test"] for r in runs for s in r["seeds"]]
+        assert len(tests) == 3
+        want = np.mean([[t["ndcg_cut.10"][q] for q in judged] for t in tests])
+        line = next(row for row in text["markdown"].splitlines() if row.startswith(f"| small | mlp | {name} |"))
+        assert line.split(" | ")[4] == f"{want:.4f}"
+
+
+def test_pool_refuses_what_is_not_a_json_file_of_the_benchmark(tmp_path):
+    (tmp_path / "bad.json").write_text("not json")
+    (tmp_path / "other.json").write_text("{}")
+    with pytest.raises(SystemExit, match="cannot read .*bad.json"):
+        br.main(["--pool", str(tmp_path / "bad.json")])
+    with pytest.raises(SystemExit, match="other.json is not a --json file"):
+        br.main(["--pool", str(tmp_path / "other.json")])
+    with pytest.raises(SystemExit, match="cannot read .*missing.json"):
+        br.main(["--pool", str(tmp_path / "missing.json")])
