@@ -465,7 +465,7 @@ def pool(paths: Sequence[Path], n_resamples: int) -> str:
             outs.append(json.loads(path.read_text()))
         except (OSError, ValueError) as error:
             raise SystemExit(f"--pool: cannot read {path}: {error}") from None
-        if "settings" not in outs[-1]:
+        if not isinstance(outs[-1], dict) or "settings" not in outs[-1]:
             raise SystemExit(f"--pool: {path} is not a --json file of this benchmark")
     seen: dict[int, Path] = {}
     for path, out in zip(paths, outs):
@@ -475,6 +475,8 @@ def pool(paths: Sequence[Path], n_resamples: int) -> str:
             seen[seed] = path
     skip = {"machine", "settings", "markdown"}
     names = [n for n in outs[0] if n not in skip and all(n in o for o in outs)]
+    if not names:
+        raise SystemExit(f"--pool: {', '.join(map(str, paths))} share no collection")
     lines = [
         "| collection | encoder | row | T chosen (each file) | test nDCG@10 | Δ vs InfoNCE [95% CI] | p (Holm) "
         "| test R@100 | Δ vs InfoNCE [95% CI] | p (Holm) |",

@@ -159,9 +159,16 @@ def test_a_small_run_chooses_on_validation_and_judges_every_test_query(tmp_path,
 def test_pool_refuses_what_is_not_a_json_file_of_the_benchmark(tmp_path):
     (tmp_path / "bad.json").write_text("not json")
     (tmp_path / "other.json").write_text("{}")
+    (tmp_path / "number.json").write_text("3")
+    for name, seeds in (("a.json", 0), ("b.json", 1)):
+        (tmp_path / name).write_text(json.dumps({"settings": {"seeds": "1", "first_seed": str(seeds)}}))
     with pytest.raises(SystemExit, match="cannot read .*bad.json"):
         br.main(["--pool", str(tmp_path / "bad.json")])
     with pytest.raises(SystemExit, match="other.json is not a --json file"):
         br.main(["--pool", str(tmp_path / "other.json")])
     with pytest.raises(SystemExit, match="cannot read .*missing.json"):
         br.main(["--pool", str(tmp_path / "missing.json")])
+    with pytest.raises(SystemExit, match="number.json is not a --json file"):
+        br.main(["--pool", str(tmp_path / "number.json")])
+    with pytest.raises(SystemExit, match="share no collection"):
+        br.main(["--pool", str(tmp_path / "a.json"), str(tmp_path / "b.json")])
