@@ -384,6 +384,20 @@ def _grid(row: Row, chosen: float) -> str:
     return f"{chosen:g} of " + "/".join(f"{t:g}" for t in row.grid)
 
 
+def _measure_cells(r: str, values: dict[str, dict[str, np.ndarray]], stats: dict) -> list[str]:
+    """Row ``r``'s cells for each measure: its mean, and its Δ [95% CI] and p (Holm) against
+    InfoNCE (``baseline`` on InfoNCE's own row)."""
+    cells = []
+    for m in MEASURES:
+        cells.append(f"{values[r][m].mean():.4f}")
+        if r == "infonce":
+            cells += ["baseline", ""]
+        else:
+            d, low, high, p, holm = stats[r, m]
+            cells += [f"{d:+.4f} [{low:+.4f}, {high:+.4f}]", f"{p:.3g} ({holm:.3g})"]
+    return cells
+
+
 def table(c: Collection, results: dict, rows: dict[str, Row], n_resamples: int) -> tuple[str, dict]:
     """The collection's Markdown table and its statistics."""
     qids = [c.data.query_ids[q] for q in np.sort(np.concatenate([s[2] for s in c.splits[0]]))]
@@ -403,14 +417,7 @@ def table(c: Collection, results: dict, rows: dict[str, Row], n_resamples: int) 
         for r, out in res["rows"].items():
             valid = np.mean(out["grid"][out["chosen"]].valid)
             cells = [enc, r, rows[r].describe, _grid(rows[r], out["chosen"]), f"{valid:.4f}"]
-            for m in MEASURES:
-                cells.append(f"{values[r][m].mean():.4f}")
-                if r == "infonce":
-                    cells += ["baseline", ""]
-                else:
-                    d, low, high, p, holm = stats[r, m]
-                    cells += [f"{d:+.4f} [{low:+.4f}, {high:+.4f}]", f"{p:.3g} ({holm:.3g})"]
-            lines.append("| " + " | ".join(cells) + " |")
+            lines.append("| " + " | ".join(cells + _measure_cells(r, values, stats)) + " |")
     return "\n".join(lines), stats_out
 
 
@@ -497,15 +504,7 @@ def pool(paths: Sequence[Path], n_resamples: int) -> str:
             stats = statistics(values, n_resamples)
             for r in rows:
                 chosen = "/".join(f"{o[name][enc]['rows'][r]['chosen']:g}" for o in outs)
-                cells = [name, enc, r, chosen]
-                for m in MEASURES:
-                    cells.append(f"{values[r][m].mean():.4f}")
-                    if r == "infonce":
-                        cells += ["baseline", ""]
-                    else:
-                        d, low, high, p, holm = stats[r, m]
-                        cells += [f"{d:+.4f} [{low:+.4f}, {high:+.4f}]", f"{p:.3g} ({holm:.3g})"]
-                lines.append("| " + " | ".join(cells) + " |")
+                lines.append("| " + " | ".join([name, enc, r, chosen, *_measure_cells(r, values, stats)]) + " |")
     described = "; ".join(
         f"{path.name}: seeds {_file_seeds(o).start}-{_file_seeds(o).stop - 1}" for path, o in zip(paths, outs)
     )
