@@ -3,14 +3,23 @@
     python benchmarks/bench_retrieval_loss.py                       # every size and row
     python benchmarks/bench_retrieval_loss.py --sizes 4096x4096     # one size
     python benchmarks/bench_retrieval_loss.py --rows infonce,default --json out.json
+    python benchmarks/bench_retrieval_loss.py --sizes 4096x4096 45x700 --relevant 1 16 64 \
+        --rows infonce,softmax,default,temperature     # several relevant documents a query
 
 A dual encoder's step: queries ``[Q, d]`` and documents ``[M, d]`` (unit vectors, d = 128),
-scores ``q @ D.T``, one positive per query (document ``i`` for query ``i`` in a batch,
-``M = Q``; a random document of the corpus otherwise), and the value and gradient of the
-mean loss in both embeddings, under ``jit``. Rows:
+scores ``q @ D.T``, ``r`` relevant documents per query (``--relevant``, 1 by default:
+document ``i`` for query ``i`` in a batch, ``M = Q``, a random document of the corpus
+otherwise; with ``r > 1`` the first is that one and the other ``r - 1`` are drawn at random
+without repetition), and the value and gradient of the mean loss in both embeddings, under
+``jit``. Rows:
 
 * ``infonce``: InfoNCE as its users write it, ``optax.softmax_cross_entropy_with_integer_labels``
-  of the scores over a temperature of 0.05 (the floor: one pass over the score matrix);
+  of the scores over a temperature of 0.05 (the floor: one pass over the score matrix); with
+  ``r > 1`` each (query, relevant document) pair is an example, the query's other relevant
+  documents masked out of its denominator (``bench_retriever.py``'s InfoNCE: ``r`` lists a query);
+* ``softmax``: softmax cross-entropy against every relevant document at once
+  (``optax.softmax_cross_entropy`` of the scores over 0.05, the target uniform over the ``r``
+  relevant documents): one list a query whatever ``r``, the floor with several positives;
 * ``default``: ``jaxrank.losses.retrieval_loss(q, D, positives)`` (its defaults: nDCG of
   bounds of the ranks at each list's top gaps), blocks of queries with rematerialisation,
   the ``[Q, M]`` matrix never held;
@@ -46,13 +55,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _machine  # noqa: E402
 
 SIZES = {"4096x4096": (4096, 4096), "16384x16384": (16384, 16384), "1024x1000000": (1024, 1_000_000)}
-ROWS = ("infonce", "default", "temperature", "approx", "dense", "rax_approx_ndcg", "rax_softmax")
+ROWS = ("infonce", "softmax", "default", "temperature", "approx", "dense", "rax_approx_ndcg", "rax_softmax")
 DIM = 128
 # Rows that hold the dense [Q, M] lists, and the [Q, M, M] pair matrices of rax's ApproxNDCG.
 DENSE = {"dense", "rax_approx_ndcg", "rax_softmax"}
 
 
 def _loss(row: str, positives, n_docs: int):
+    """The row's mean loss ``(q, d) -> scalar``; ``positives``: ``int[Q, r]``."""
     import jax
     import jax.numpy as jnp
     import optax
@@ -60,15 +70,30 @@ def _loss(row: str, positives, n_docs: int):
     import jaxrank
     from jaxrank import losses
 
+    labels = (
+        jnp.zeros((positives.shape[0], n_docs), jnp.float32)
+        .at[jnp.arange(positives.shape[0])[:, None], positives]
+        .set(1.0)
+    )
     if row == "infonce":
-        return lambda q, d: optax.softmax_cross_entropy_with_integer_labels(q @ d.T / 0.05, positives).mean()
+        if positives.shape[1] == 1:
+            return lambda q, d: optax.softmax_cross_entropy_with_integer_labels(q @ d.T / 0.05, positives[:, 0]).mean()
+
+        def pairs(q, d):  # a list per (query, relevant document), the query's other ones masked out
+            logits = q @ d.T / 0.05
+            own = jax.nn.one_hot(positives, n_docs, dtype=bool)  # [Q, r, M]
+            lists = jnp.where((labels[:, None, :] > 0) & ~own, -jnp.inf, logits[:, None, :])
+            return optax.softmax_cross_entropy_with_integer_labels(lists, positives).mean()
+
+        return pairs
+    if row == "softmax":
+        return lambda q, d: optax.softmax_cross_entropy(q @ d.T / 0.05, labels / positives.shape[1]).mean()
     if row == "default":
-        return lambda q, d: losses.retrieval_loss(q, d, positives[:, None]).mean()
+        return lambda q, d: losses.retrieval_loss(q, d, positives).mean()
     if row == "temperature":
-        return lambda q, d: losses.retrieval_loss(q, d, positives[:, None], temperature=0.05).mean()
+        return lambda q, d: losses.retrieval_loss(q, d, positives, temperature=0.05).mean()
     if row == "approx":
-        return lambda q, d: losses.retrieval_loss(q, d, positives[:, None], ranker=jaxrank.approx(), k=None).mean()
-    labels = jax.nn.one_hot(positives, n_docs, dtype=jnp.float32)
+        return lambda q, d: losses.retrieval_loss(q, d, positives, ranker=jaxrank.approx(), k=None).mean()
     if row == "dense":
         return lambda q, d: losses.metric_loss(q @ d.T, labels, k=10).mean()
     import rax
@@ -81,7 +106,7 @@ def _loss(row: str, positives, n_docs: int):
     raise ValueError(f"unknown row {row!r}")
 
 
-def worker(row: str, n_queries: int, n_docs: int, repeats: int) -> dict:
+def worker(row: str, n_queries: int, n_docs: int, relevant: int, repeats: int) -> dict:
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -92,11 +117,11 @@ def worker(row: str, n_queries: int, n_docs: int, repeats: int) -> dict:
         return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
     docs = unit(rng.normal(size=(n_docs, DIM))).astype(np.float32)
-    positives = (
-        np.arange(n_queries) if n_queries <= n_docs and n_docs == n_queries else rng.integers(0, n_docs, n_queries)
-    )
-    # each query near its positive, as after some training
-    queries = unit(docs[positives] + 0.5 * unit(rng.normal(size=(n_queries, DIM)))).astype(np.float32)
+    first = np.arange(n_queries) if n_docs == n_queries else rng.integers(0, n_docs, n_queries)
+    others = [rng.choice(np.delete(np.arange(n_docs), f), relevant - 1, replace=False) for f in first]
+    positives = np.concatenate([first[:, None], np.array(others, dtype=np.int64).reshape(n_queries, relevant - 1)], 1)
+    # each query near its relevant documents, as after some training
+    queries = unit(unit(docs[positives].mean(1)) + 0.5 * unit(rng.normal(size=(n_queries, DIM)))).astype(np.float32)
     q, d, pos = jnp.asarray(queries), jnp.asarray(docs), jnp.asarray(positives, jnp.int32)
     # the positives are an argument of the step, as in training (not a constant of the program)
     step = jax.jit(lambda q, d, pos: jax.value_and_grad(_loss(row, pos, n_docs), argnums=(0, 1))(q, d))
@@ -126,9 +151,11 @@ def worker(row: str, n_queries: int, n_docs: int, repeats: int) -> dict:
     )
 
 
-def _skip(row: str, n_queries: int, n_docs: int, memory_gb: float):
+def _skip(row: str, n_queries: int, n_docs: int, memory_gb: float, relevant: int = 1):
     if row in DENSE and n_queries * n_docs * 4 * 6 > 0.6 * memory_gb * 2**30:
         return "skipped: dense [Q, M] lists do not fit"
+    if row == "infonce" and n_queries * relevant * n_docs * 4 * 6 > 0.6 * memory_gb * 2**30:
+        return "skipped: the [Q, r, M] lists of its pairs do not fit"
     if row == "rax_approx_ndcg" and n_queries * n_docs * n_docs * 4 * 3 > 0.6 * memory_gb * 2**30:
         return "skipped: [Q, M, M] pair matrices do not fit"
     return None
@@ -142,14 +169,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="+", default=list(SIZES), help=f"QxM sizes, of {list(SIZES)} or any")
     parser.add_argument("--rows", default=",".join(ROWS), help="comma-separated rows")
+    parser.add_argument("--relevant", nargs="+", type=int, default=[1], help="relevant documents per query (r axis)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per (size, row)")
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        row, n_queries, n_docs = json.loads(args.worker)
-        print(json.dumps(worker(row, n_queries, n_docs, args.repeats)))
+        row, n_queries, n_docs, relevant = json.loads(args.worker)
+        print(json.dumps(worker(row, n_queries, n_docs, relevant, args.repeats)))
         return
     rows = [r for r in args.rows.split(",") if r]
     for r in rows:
@@ -159,47 +187,55 @@ def main() -> None:
     print(run.header())
     memory_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     results = []
-    print("\n| Q x M | loss | run s | vs InfoNCE | compile s | peak RSS MB | XLA MB | device peak MB | note |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print(
+        "\n| Q x M | r | loss | run s | vs InfoNCE | vs softmax | compile s | peak RSS MB | XLA MB | device peak MB | note |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for size in args.sizes:
         n_queries, n_docs = SIZES.get(size) or tuple(int(x) for x in size.split("x"))
-        floor = None
-        for row in rows:
-            result = dict(size=size, row=row)
-            reason = _skip(row, n_queries, n_docs, memory_gb)
-            if reason is None:
-                with run.watch() as watch:
-                    proc = subprocess.run(
-                        [
-                            sys.executable,
-                            __file__,
-                            "--worker",
-                            json.dumps([row, n_queries, n_docs]),
-                            "--repeats",
-                            str(args.repeats),
-                        ],
-                        capture_output=True,
-                        text=True,
-                        timeout=args.timeout,
-                        check=False,
-                    )
-                if proc.returncode != 0:
-                    reason = "failed: " + (proc.stderr.strip().splitlines() or ["?"])[-1][:120]
-                else:
-                    result.update(json.loads(proc.stdout.strip().splitlines()[-1]), noisy=watch.noisy)
-            result["note"] = reason or ("noisy" if result.get("noisy") else "")
-            if row == "infonce" and "run_s" in result:
-                floor = result
-            ratio = None
-            if floor is not None and "run_s" in result:
-                ratio = f"{result['run_s'] / floor['run_s']:.2f}x t, {result['peak_rss_mb'] / floor['peak_rss_mb']:.2f}x RSS"
-            print(
-                f"| {size} | {row} | {_fmt(result.get('run_s'))} | {ratio or ''} | {_fmt(result.get('compile_s'), 1)} | "
-                f"{_fmt(result.get('peak_rss_mb'), 0)} | {_fmt(result.get('xla_mb'), 0)} | "
-                f"{_fmt(result.get('device_peak_mb'), 0)} | {result['note']} |",
-                flush=True,
-            )
-            results.append(result)
+        for relevant in args.relevant:
+            if not 1 <= relevant < n_docs:
+                parser.error(f"--relevant: {relevant} relevant documents per query need 1 <= r < M = {n_docs}")
+            floors = {}
+            for row in rows:
+                result = dict(size=size, relevant=relevant, row=row)
+                reason = _skip(row, n_queries, n_docs, memory_gb, relevant)
+                if reason is None:
+                    with run.watch() as watch:
+                        proc = subprocess.run(
+                            [
+                                sys.executable,
+                                __file__,
+                                "--worker",
+                                json.dumps([row, n_queries, n_docs, relevant]),
+                                "--repeats",
+                                str(args.repeats),
+                            ],
+                            capture_output=True,
+                            text=True,
+                            timeout=args.timeout,
+                            check=False,
+                        )
+                    if proc.returncode != 0:
+                        reason = "failed: " + (proc.stderr.strip().splitlines() or ["?"])[-1][:120]
+                    else:
+                        result.update(json.loads(proc.stdout.strip().splitlines()[-1]), noisy=watch.noisy)
+                result["note"] = reason or ("noisy" if result.get("noisy") else "")
+                if row in ("infonce", "softmax") and "run_s" in result:
+                    floors[row] = result
+                ratios = [
+                    f"{result['run_s'] / floors[f]['run_s']:.2f}x t, {result['peak_rss_mb'] / floors[f]['peak_rss_mb']:.2f}x RSS"
+                    if f in floors and "run_s" in result
+                    else ""
+                    for f in ("infonce", "softmax")
+                ]
+                print(
+                    f"| {size} | {relevant} | {row} | {_fmt(result.get('run_s'))} | {ratios[0]} | {ratios[1]} | "
+                    f"{_fmt(result.get('compile_s'), 1)} | {_fmt(result.get('peak_rss_mb'), 0)} | "
+                    f"{_fmt(result.get('xla_mb'), 0)} | {_fmt(result.get('device_peak_mb'), 0)} | {result['note']} |",
+                    flush=True,
+                )
+                results.append(result)
     print(run.finish())
     if args.json:
         with open(args.json, "w") as f:
