@@ -9,7 +9,7 @@ then a judgment a line). A collection with a train/test split gets ``qrels/train
 test-only collections), and ``benchmarks/bench_retriever.py`` cross-validates over its queries.
 Only judged queries are written.
 
-Sources (their origins, licences and sizes: docs/retrieval_loss.md), by name:
+Sources (their origins, licences and sizes: docs/collections.md), by name:
 
 * ``cranfield``: ``cran.all.1400.gz``, ``cran.qry.gz``, ``cranqrel.gz`` (``tests/data/cranfield``),
   read by ``examples/train_retriever.py``'s reader: queries named by position, Cleverdon's codes
@@ -33,8 +33,8 @@ Sources (their origins, licences and sizes: docs/retrieval_loss.md), by name:
 
 Usage::
 
-    python benchmarks/beir_layout.py cisi /work/beir-data/raw/cisi /work/beir-data/cisi
-    python benchmarks/beir_layout.py scifact /work/beir-data/raw/scifact /work/beir-data/scifact
+    python benchmarks/beir_layout.py cisi raw/cisi beir-data/cisi
+    python benchmarks/beir_layout.py scifact raw/scifact beir-data/scifact
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ Usage::
     python examples/train_retriever.py               # Cranfield, 300 steps, about 20 s on 2 cores
     python examples/train_retriever.py --quick       # 120 steps (the test's run)
     python examples/train_retriever.py --steps 800 --dim 128 --seed 1
-    python examples/train_retriever.py --data /work/beir-data/scifact   # any folder in BEIR's layout
+    python examples/train_retriever.py --data beir-data/scifact   # any folder in BEIR's layout
 """
 
 from __future__ import annotations
