@@ -4,7 +4,7 @@
 flat arrays: update(), then compute() (grouping included). Prints a markdown table.
 torchmetrics runs in its own interpreter (default threads, only numpy and torch imported),
 as its users run it; the header records machine, versions and load, and "noisy" marks a
-result taken while the machine was busy (benchmarks/_machine.py, docs/benchmarks.md).
+result taken while the machine was busy (benchmarks/_machine.py, docs/reports/index.md).
 
     python benchmarks/bench_compat.py [--queries 20000] [--size 50] [--repeats 3]
 """

@@ -13,7 +13,7 @@ positives)`` at its defaults, ``Q x M`` unit embeddings of 64 dimensions, query 
 positive document ``i mod M`` (``int[Q, 1]``; built inside: from a permutation given as
 an argument). Arrays closed over are constants, and XLA folds what is computed from
 constants at compile time: the three must compile in about the same time. Each compile runs
-in a fresh interpreter (no cache shared between the ways). Results: docs/retrieval_loss.md.
+in a fresh interpreter (no cache shared between the ways). Results: docs/reports/retrieval_loss_speed.md.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ Compile time (first call minus the median run) is reported apart from run
 time; run times are medians over ``--repeats`` runs. Ratios are to the floors.
 Each peer runs in its own interpreter with its default threads (``_machine``);
 the header records machine, versions and load, and "noisy" marks a row taken
-while the machine was busy (docs/benchmarks.md).
+while the machine was busy (docs/reports/index.md).
 
     python benchmarks/bench_core.py [--batch 2000] [--n 1000] [--repeats 7] [--paired ROUNDS]
 

@@ -17,7 +17,7 @@ is ``metric_loss`` with no ranker at all. ``--valid-fraction 0.25`` holds out a 
 training queries and scores on them instead of on test (how defaults are chosen: the test
 queries choose nothing)::
 
-    python benchmarks/bench_defaults.py                                   # the table of docs/soft.md
+    python benchmarks/bench_defaults.py                                   # the tables of docs/reports/soft.md
     python benchmarks/bench_defaults.py --valid-fraction 0.25 --rankers 'approx(0.1)' 'approx(0.3)'
     python benchmarks/bench_defaults.py --no-lightgbm --paired --rankers 'approx()' 'softrank()'
 """

@@ -6,7 +6,7 @@ Two commands:
 ``full``
     Every loss of ``examples/train_ltr.py`` with its chosen hyperparameters,
     5 seeds, plus LightGBM's LambdaRank; evaluated on the test queries. Prints
-    the markdown table (the one in ``docs/training.md``), and writes the JSON
+    the markdown table (the one in ``docs/reports/letor.md``), and writes the JSON
     results and the nDCG@10 curves when asked::
 
         python benchmarks/bench_ltr.py full --json ltr.json --plot ltr.png
@@ -25,7 +25,7 @@ Two commands:
     seeds, at the end of training and at the best checkpoint).
 
 Both print a header (machine, versions, load before) and a footer (load after, and
-whether the run was "noisy": docs/benchmarks.md); ``tune`` marks each setting's row.
+whether the run was "noisy": docs/reports/index.md); ``tune`` marks each setting's row.
 Wall times are the only timings here; the nDCG numbers do not depend on the load.
 """
 
@@ -150,7 +150,7 @@ def main(argv=None):
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = p.add_subparsers(dest="command", required=True)
-    f = sub.add_parser("full", help="the 5-seed run on test (docs/training.md)")
+    f = sub.add_parser("full", help="the 5-seed run on test (docs/reports/letor.md)")
     f.add_argument("--seeds", type=int, default=5)
     f.add_argument("--losses", default=",".join(train_ltr.ALL_LOSSES))
     f.add_argument("--data", default=str(train_ltr.DEFAULT_DATA))

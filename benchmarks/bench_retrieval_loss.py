@@ -37,7 +37,7 @@ own, beside XLA's own account of the compiled program (arguments + outputs + tem
 ``compiled.memory_analysis()``) and, on a GPU, the device's peak bytes in use. Compile time
 (``lower().compile()``) is apart from the run time (median of ``--repeats`` calls). The header
 records the machine, versions and load; a row taken while the machine was busy is flagged
-"noisy" (docs/benchmarks.md). Results: docs/retrieval_loss.md.
+"noisy" (docs/reports/index.md). Results: docs/reports/retrieval_loss_speed.md.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ median run) is reported apart from the median run time over ``--repeats`` runs.
 Host devices share the machine's cores: with fewer cores than devices the
 sharded runs cannot be faster; they show that the paths run, stay correct, and
 what they cost. The header records machine, versions and load; the "load" row says
-"noisy" for a configuration taken while the machine was busy (docs/benchmarks.md).
+"noisy" for a configuration taken while the machine was busy (docs/reports/index.md).
 
     python benchmarks/bench_sharding.py [--batch 8192] [--n 200] [--repeats 5]
 """

@@ -12,7 +12,7 @@ labels are passed as arguments (not baked-in constants). The dense baseline is
 the plain pairwise-sigmoid ApproxNDCG written below with the full ``[B, n, n]``
 matrix; configurations that cannot fit in memory are skipped and said so. The header and
 footer give the machine, the versions and the load average before and after; a row taken
-while the machine was busy is marked "noisy" (benchmarks/_machine.py, docs/benchmarks.md).
+while the machine was busy is marked "noisy" (benchmarks/_machine.py, docs/reports/index.md).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ model which gives equal scores earns nothing from the order of the input.
 
 Hyperparameters (``DEFAULTS`` and ``LOSS_DEFAULTS`` below) were chosen on a
 validation split carved from the training queries (``--valid-fraction``); the
-test queries were never used to choose anything. See ``docs/training.md``.
+test queries were never used to choose anything. See ``docs/reports/letor.md``.
 
 Usage::
 
@@ -390,7 +390,7 @@ def make_loss(
 # ------------------------------------------------------------------------- training
 @dataclasses.dataclass
 class Config:
-    """Training settings of one loss (the defaults are the choices of docs/training.md)."""
+    """Training settings of one loss (the defaults are the choices of docs/reports/letor.md)."""
 
     hidden: tuple = (256, 128)
     steps: int = 300
@@ -406,7 +406,7 @@ class Config:
     ema: float = 0.0  # decay of the moving average of the weights that is evaluated; 0: the last weights
     anneal: float = 1.0  # soft losses: temperature goes geometrically from anneal * T (step 0) to T (last step)
     score_norm: bool = False  # soft losses: standardise each list's scores before the soft ranker
-    units: str = "score"  # soft rankers' units= (docs/training.md was tuned in score units)
+    units: str = "score"  # soft rankers' units= (docs/reports/letor.md was tuned in score units)
     warmup: float = 0.0  # fraction of the steps with a linear learning-rate warm-up from 0
     input_dropout: float = 0.0  # dropout on the MLP's input features
     layernorm: bool = False  # standardise each hidden layer's pre-activations over its units
@@ -421,7 +421,7 @@ class Config:
         return dataclasses.replace(self, **{k: v for k, v in kw.items() if v is not None})
 
 
-# Chosen on held-out TRAINING queries (benchmarks/bench_ltr.py tune; docs/training.md).
+# Chosen on held-out TRAINING queries (benchmarks/bench_ltr.py tune; docs/reports/letor.md).
 # The test queries chose nothing.
 DEFAULTS = Config()
 LOSS_DEFAULTS: dict[str, dict] = {

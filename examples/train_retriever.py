@@ -42,7 +42,7 @@ evaluated once, with that model. The retrieved ids are joined with the qrels
 :func:`jaxrank.accumulator`: nDCG@10 and R@100 with trec_eval's semantics (the ideal DCG
 and the number of relevant documents from the qrels, retrieved or not;
 ``judgments=``). ``benchmarks/bench_retriever.py`` trains this encoder, and another, with
-other losses on several collections (docs/retrieval_loss.md).
+other losses on several collections (docs/reports/retriever.md).
 
 Usage::
 

@@ -6,7 +6,7 @@ ranker, the accumulator's state, the TREC file types) live in their modules:
 
 Every name is imported on first use (PEP 562's module ``__getattr__``): ``import jaxrank``
 costs little beyond JAX's own import, and ``jaxrank eval`` imports only the file layer and
-the measure engine (docs/bench_trec.md). ``from jaxrank import ndcg``, ``jaxrank.ndcg``,
+the measure engine (docs/reports/trec_eval.md). ``from jaxrank import ndcg``, ``jaxrank.ndcg``,
 ``jaxrank.trec`` and ``from jaxrank import *`` work as with eager imports.
 """
 

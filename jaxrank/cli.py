@@ -208,7 +208,7 @@ def _run_compare(args) -> str:
 
 def _fast_compile_flags() -> None:
     """XLA:CPU compiles the measures faster with its older fusion code emitters, and the
-    compiled code runs as fast (docs/bench_trec.md). Only for the jaxlib versions where the flag is known
+    compiled code runs as fast (docs/reports/trec_eval.md). Only for the jaxlib versions where the flag is known
     (XLA aborts on an unknown flag), only when the user set no such flag, and only before XLA
     starts (in-process callers keep their settings)."""
     flag = "--xla_cpu_use_fusion_emitters=false"
@@ -278,7 +278,7 @@ def _libc(name: str) -> Optional[Callable]:
 def _one_malloc_arena() -> None:
     """glibc gives each thread that allocates its own malloc arena, and memory freed in one
     is kept for reuse there: XLA's worker threads and the reading threads then hold a few
-    hundred MB of freed blocks between them (docs/bench_trec.md). One arena keeps the peak
+    hundred MB of freed blocks between them (docs/reports/trec_eval.md). One arena keeps the peak
     RSS near the live data; its lock costs nothing measurable with these few, large
     allocations. Only before JAX starts its threads."""
     mallopt = _libc("mallopt")
@@ -288,7 +288,7 @@ def _one_malloc_arena() -> None:
 
 def _release_freed_memory() -> None:
     """Give the pages of freed heap blocks back to the system (reading the qrels leaves
-    about 90 MB of them on the 5M-line benchmark, docs/bench_trec.md)."""
+    about 90 MB of them on the 5M-line benchmark, docs/reports/trec_eval.md)."""
     trim = _libc("malloc_trim")
     if trim is not None:
         trim(0)
@@ -468,7 +468,7 @@ def _report(args, qrels, run: str, first: Optional[list] = None):
 
     ``first`` (several runs): the batch shape guessed for the first run, which the later
     runs take instead of guessing from their own first MiB, a pass over it in Python that
-    cost more than evaluating a small run (docs/bench_trec.md); a later run with deeper
+    cost more than evaluating a small run (docs/reports/trec_eval.md); a later run with deeper
     queries than the guess stops its stream and is evaluated once read, as a wrong guess is."""
     from jaxrank.trec.evaluate import report
 

@@ -292,7 +292,7 @@ def reuse(plan: Plan, shape: tuple, guess: Optional[tuple]) -> tuple:
 # JAX's persistent compilation cache saves XLA's compilation, not the tracing and lowering
 # that come before it (its key is the lowered program), and it skips programs with host
 # callbacks: the sorting stage's numpy sort. For a small run those were most of
-# ``jaxrank eval``'s time beyond JAX's import (docs/bench_trec.md). So the command line also
+# ``jaxrank eval``'s time beyond JAX's import (docs/reports/trec_eval.md). So the command line also
 # keeps each compiled (plan, shape) in a file, both stages serialized as
 # ``jax.experimental.serialize_executable`` does. The sorting stage's host callbacks are
 # Python functions, which cannot be stored: loading lowers that stage again (its tracing is

@@ -23,7 +23,7 @@ AxisName = Union[str, tuple[str, ...]]
 # last-level cache between the matrix product that writes them and the screening that
 # reads them, which runs both faster than larger blocks do; on GPU each block costs a
 # few kernel launches, so blocks and tiles are larger (docs/scale.md and
-# docs/accelerators.md time the alternatives). One full search per tile.
+# docs/reports/accelerators.md times the alternatives). One full search per tile.
 _BLOCK_ELEMENTS = {"cpu": 1 << 22, "gpu": 1 << 25}
 _QUERY_TILE = {"cpu": 512, "gpu": 1024}
 _MIN_BLOCK, _MAX_BLOCK = 1024, 65536
