@@ -15,6 +15,7 @@ myst_heading_anchors = 4  # GitHub-style anchors, as the pages link to their sec
 # The tutorials are shown with the outputs stored in them: the build stays fast and needs no
 # kernel. tests/test_notebook.py executes every notebook (at small sizes, JAXRANK_QUICK=1).
 nb_execution_mode = "off"
+nb_render_markdown_format = "myst"  # the tables the notebooks display (CommonMark has none)
 html_theme = "sphinx_book_theme"  # the theme of optax, flax and JAX's own docs
 html_title = "jaxrank"
 html_theme_options = {

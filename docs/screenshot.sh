@@ -9,14 +9,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-docs/_build/screens}"
 mkdir -p "$out"
+out="$(cd "$out" && pwd)"
 python -m sphinx -W -q -b html docs "$out/html"
 browser="$(command -v chromium || command -v chromium-browser || command -v google-chrome)"
-for page in index retrieval_loss notebooks/dense_evaluation reports/index; do
+# page:height (a tutorial's plots lie far down its page)
+for spec in index:1400 retrieval_loss:2000 notebooks/evaluate_runs:7000 notebooks/ltr_training:5200 reports/index:2000; do
+    page="${spec%%:*}" height="${spec##*:}"
     profile="$(mktemp -d)"
     "$browser" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
         --disable-background-networking --disable-component-update --disable-sync \
-        --user-data-dir="$profile" --hide-scrollbars --window-size=1280,2000 \
-        --screenshot="$out/$(echo "$page" | tr / _).png" "file://$PWD/$out/html/$page.html" 2>/dev/null
+        --user-data-dir="$profile" --hide-scrollbars --virtual-time-budget=3000 --window-size="1280,$height" \
+        --screenshot="$out/$(echo "$page" | tr / _).png" "file://$out/html/$page.html" 2>/dev/null
     rm -rf "$profile"
 done
 ls -l "$out"/*.png
