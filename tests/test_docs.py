@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 
@@ -46,8 +48,19 @@ REPORTS = DOCS / "reports"
 # Pages whose ```python blocks run here, in order, each page in a namespace of its own (from the
 # repository's root). The other guides' examples run in their own tests: compare.md
 # (tests/test_compare.py, a doctest), diversity.md (tests/test_diversity.py), compat/rax.md
-# (tests/test_compat_rax.py), training.md's tree example (tests/test_gbdt.py, on a sample of its file).
-RUN_EXAMPLES = ["getting_started.md", "soft.md", "training.md", "retrieval_loss.md", "scale.md", "accumulate.md"]
+# (tests/test_compat_rax.py), training.md's tree example (tests/test_gbdt.py, on a sample of its file),
+# fuse.md's trained fusion (tests/test_fuse.py); those blocks are ``{code-block} python`` or skipped below.
+RUN_EXAMPLES = [
+    "getting_started.md",
+    "soft.md",
+    "training.md",
+    "retrieval_loss.md",
+    "scale.md",
+    "accumulate.md",
+    "fuse.md",
+]
+# Pages whose examples are doctests (compare.md's run in tests/test_compare.py).
+DOCTESTS = ["trec.md", "diversity.md"]
 NOT_RUN_HERE = "import lightgbm as lgb"  # training.md's tree example: tests/test_gbdt.py
 
 
@@ -74,6 +87,16 @@ def test_the_guides_examples_run(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     result = subprocess.run([sys.executable, str(path)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout + result.stderr[-5000:]
+
+
+@pytest.mark.parametrize("page", DOCTESTS)
+def test_the_guides_doctests_run(page, monkeypatch):
+    import doctest
+
+    monkeypatch.chdir(ROOT)
+    flags = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
+    result = doctest.testfile(str(DOCS / page), module_relative=False, optionflags=flags)
+    assert result.failed == 0 and result.attempted > 0, page
 
 
 def test_guides_read_as_guides():
