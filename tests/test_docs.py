@@ -58,9 +58,13 @@ RUN_EXAMPLES = [
     "scale.md",
     "accumulate.md",
     "fuse.md",
+    "compat/autointent.md",
+    "compat/sklearn.md",
+    "compat/torcheval.md",
+    "compat/torchmetrics.md",
 ]
 # Pages whose examples are doctests (compare.md's run in tests/test_compare.py).
-DOCTESTS = ["trec.md", "diversity.md"]
+DOCTESTS = ["trec.md", "diversity.md", "metrics/agreement.rst", "metrics/cwl.rst"]
 NOT_RUN_HERE = "import lightgbm as lgb"  # training.md's tree example: tests/test_gbdt.py
 
 
