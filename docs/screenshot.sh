@@ -2,12 +2,12 @@
 # Builds the docs and screenshots pages of the site in headless Chromium (Debian's package:
 # apt-get install -y chromium), to check how the site reads in a browser.
 #
-#   docs/screenshot.sh [OUT]     # OUT: where the site and the PNGs go (default: docs/_build/screens)
+#   docs/screenshot.sh [OUT]     # OUT: where the site and the PNGs go (default: $TMPDIR/jaxrank-screens)
 #
 # Writes OUT/html (the site) and OUT/<page>.png for the front page, a guide and a tutorial.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out="${1:-docs/_build/screens}"
+out="${1:-${TMPDIR:-/tmp}/jaxrank-screens}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 python -m sphinx -W -q -b html docs "$out/html"
