@@ -27,8 +27,9 @@ from jaxrank.ranking.positives import Positives
 from jaxrank.ranking.positives import positives as _positives
 
 # the three laws at every score scale and list length (docs/soft.md): the temperature
-# follows each list's top gaps, so cosines and cosines over a temperature give one loss
-_DEFAULT_RANKER = bound(top=10)
+# follows each list's top gaps, so cosines and cosines over a temperature give one loss;
+# four gaps: chosen on validation queries (docs/reports/defaults.md)
+_DEFAULT_RANKER = bound(4.0, top=10)
 _IN_SCORE_UNITS = bound(1.0)
 
 
@@ -60,10 +61,10 @@ def retrieval_loss(
     bounded above by the pairwise logistic loss (:func:`jaxrank.bound`: every negative above
     it keeps a gradient, as InfoNCE's softmax gives), the metric (nDCG) over the whole list,
     and a query's loss its pairs' mean weighted by the grades ``g``. ``T``: ``temperature``
-    in score units, as InfoNCE's (cosines over ``T``); by default the mean gap among each
-    list's top 11 scores, so that cosines and cosines over any temperature give the same
-    loss, which keeps the three laws of a relaxation (docs/soft.md). docs/retrieval_loss.md:
-    against InfoNCE on six collections.
+    in score units, as InfoNCE's (cosines over ``T``); by default four times the mean gap
+    among the top 11 scores of each query's list, so that cosines and cosines over any
+    temperature give the same loss, which keeps the three laws of a relaxation
+    (docs/soft.md). docs/retrieval_loss.md: how it trains against InfoNCE.
 
     Args:
       queries: ``[Q, d]`` query embeddings.
@@ -79,7 +80,7 @@ def retrieval_loss(
       metric: a metric of :mod:`jaxrank.metrics` (default nDCG).
       temperature: InfoNCE's temperature, in score units (a number, or a traced scalar: a
         learned temperature): the ranks are ``bound(temperature)``'s. None (default):
-        ``bound(top=10)``'s, whose temperature follows each list's top scores. Not with
+        ``bound(4.0, top=10)``'s, whose temperature follows each list's top scores. Not with
         ``ranker``.
       ranker: a smooth ranker (default :func:`~jaxrank.bound`, above). ``bound``,
         ``laplace`` (O(Q M r)), ``softsort`` with a cutoff and ``approx`` without one rank
@@ -113,11 +114,11 @@ def retrieval_loss(
       >>> q = 3 * jnp.eye(4, 8)
       >>> d = jnp.concatenate([q, -q])  # query i scores 9 with document i, 0 or -9 with the others
       >>> [round(float(v), 4) for v in losses.retrieval_loss(q, d, jnp.arange(4)[:, None])]  # first
-      [0.1494, 0.1494, 0.1494, 0.1494]
+      [0.5819, 0.5819, 0.5819, 0.5819]
       >>> [round(float(v), 4) for v in losses.retrieval_loss(q, d, [[1], [0], [3], [2]])]  # tied with five others, 9 below one
-      [0.7223, 0.7223, 0.7223, 0.7223]
+      [0.6887, 0.6887, 0.6887, 0.6887]
       >>> [round(float(v), 4) for v in losses.retrieval_loss(10 * q, d, [[1], [0], [3], [2]])]  # any scale: the same
-      [0.7223, 0.7223, 0.7223, 0.7223]
+      [0.6887, 0.6887, 0.6887, 0.6887]
       >>> [round(float(v), 4) for v in losses.retrieval_loss(q, d, [[1], [0], [3], [2]], temperature=0.1)]  # 90 T below one
       [0.8591, 0.8591, 0.8591, 0.8591]
     """
