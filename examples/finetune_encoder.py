@@ -113,37 +113,26 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         name = "all-MiniLM-L6-v2"
     tokens = token_arrays(tokenizer, data, args.query_length, args.doc_length)
 
-    result = tr.train(
+    result = tr.train_with(
+        args,
         data,
         splits,
-        steps=args.steps,
-        batch=args.batch,
-        negatives=args.negatives,
-        refresh=args.refresh,
-        lr=args.lr,
-        doc_length=args.doc_length,
-        seed=args.seed,
-        tokens=tokens,
+        tokens,
         # train() builds its model as model_type(bits, dim, rngs=...): here, a copy of the start.
         model_type=lambda bits, dim, rngs: nnx.clone(start),
     )
-    test_q = splits[2]
-    test = tr.Judged.of(data, test_q)
-    before = tr.evaluate(start, tokens[0][test_q], test, tr.encode(start, tokens[1]))
-    after = tr.evaluate(result.best, tokens[0][test_q], test, tr.encode(result.best, tokens[1]))
-
-    sizes = "/".join(str(len(s)) for s in splits)
-    print(
-        f"{args.data.name}: {len(data.doc_ids)} documents, queries {sizes} (train/validation/test); {name}; "
-        f"{args.steps} steps of {args.batch} queries, loss {result.losses[0]:.4f} -> {result.losses[-1]:.4f}; "
-        f"{result.seconds:.1f} s"
+    before, after = tr.report(
+        args,
+        args.data.name,
+        data,
+        splits,
+        tokens,
+        result,
+        start,
+        loss="losses.retrieval_loss(q, D, positives, where=real), nothing else passed",
+        labels=("before", f"after: step {result.best_step} (best validation)"),
+        model=name,
     )
-    print("validation nDCG@10 by step: " + ", ".join(f"{s}: {v:.4f}" for s, v in result.history))
-    print("loss: losses.retrieval_loss(q, D, positives, where=real), nothing else passed")
-    print("| test (trec_eval) | " + " | ".join(tr.MEASURES) + " |")
-    print("|---|" + "---:|" * len(tr.MEASURES))
-    for label, values in (("before", before), (f"after: step {result.best_step} (best validation)", after)):
-        print(f"| {label} | " + " | ".join(f"{values[m]:.4f}" for m in tr.MEASURES) + " |")
     return {"before": before, "after": after, "result": result, "splits": splits}
 
 

@@ -522,6 +522,69 @@ def train(
     return Result(best, best_step, history, losses, time.perf_counter() - start)
 
 
+def train_with(
+    args: argparse.Namespace,
+    data: Beir,
+    splits: tuple[np.ndarray, np.ndarray, np.ndarray],
+    tokens: tuple[np.ndarray, np.ndarray],
+    **model,
+) -> Result:
+    """:func:`train` with the options this script and ``finetune_encoder.py`` share
+    (``--steps``, ``--batch``, ``--negatives``, ``--refresh``, ``--lr``, ``--doc-length``,
+    ``--seed``); ``model``: train's other keywords (``bits``, ``dim``, ``model_type``, ...)."""
+    return train(
+        data,
+        splits,
+        steps=args.steps,
+        batch=args.batch,
+        negatives=args.negatives,
+        refresh=args.refresh,
+        lr=args.lr,
+        doc_length=args.doc_length,
+        seed=args.seed,
+        tokens=tokens,
+        **model,
+    )
+
+
+def report(
+    args: argparse.Namespace,
+    title: str,
+    data: Beir,
+    splits: tuple[np.ndarray, np.ndarray, np.ndarray],
+    tokens: tuple[np.ndarray, np.ndarray],
+    result: Result,
+    start: nnx.Module,
+    *,
+    loss: str,
+    labels: tuple[str, str],
+    model: str = "",
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Measures ``start`` (the model before training) and ``result.best`` on the test
+    queries (``splits[2]``) and prints the run: a line on the collection (``title``), the
+    ``model``'s name if given, and the training; the validation history; ``loss``; the test
+    table, its two rows named ``labels``. Returns the two models' measures."""
+    test_q = splits[2]
+    test = Judged.of(data, test_q)
+    before = evaluate(start, tokens[0][test_q], test, encode(start, tokens[1]))
+    after = evaluate(result.best, tokens[0][test_q], test, encode(result.best, tokens[1]))
+
+    sizes = "/".join(str(len(s)) for s in splits)
+    print(
+        f"{title}: {len(data.doc_ids)} documents, queries {sizes} (train/validation/test); "
+        + (f"{model}; " if model else "")
+        + f"{args.steps} steps of {args.batch} queries, loss {result.losses[0]:.4f} -> {result.losses[-1]:.4f}; "
+        f"{result.seconds:.1f} s"
+    )
+    print("validation nDCG@10 by step: " + ", ".join(f"{s}: {v:.4f}" for s, v in result.history))
+    print(f"loss: {loss}")
+    print("| test (trec_eval) | " + " | ".join(MEASURES) + " |")
+    print("|---|" + "---:|" * len(MEASURES))
+    for label, values in zip(labels, (before, after)):
+        print(f"| {label} | " + " | ".join(f"{values[m]:.4f}" for m in MEASURES) + " |")
+    return before, after
+
+
 def featurize_all(data: Beir, bits: int, doc_length: int) -> tuple[np.ndarray, np.ndarray]:
     """Token ids of every query (``[Q, min(128, doc_length)]``: a step pads the queries to
     the documents' length) and document (title and text, ``[N, doc_length]``)."""
@@ -566,39 +629,20 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
 
     data, splits = load(data_dir)
     tokens = featurize_all(data, args.bits, args.doc_length)
-    result = train(
+    loss_args = () if args.temperature is None else (args.temperature,)
+    result = train_with(args, data, splits, tokens, bits=args.bits, dim=args.dim, loss_args=loss_args)
+    untrained = Encoder(args.bits, args.dim, rngs=nnx.Rngs(args.seed))
+    initial, final = report(
+        args,
+        data_dir.name,
         data,
         splits,
-        steps=args.steps,
-        batch=args.batch,
-        negatives=args.negatives,
-        refresh=args.refresh,
-        lr=args.lr,
-        bits=args.bits,
-        dim=args.dim,
-        doc_length=args.doc_length,
-        seed=args.seed,
-        tokens=tokens,
-        loss_args=() if args.temperature is None else (args.temperature,),
+        tokens,
+        result,
+        untrained,
+        loss=f"losses.retrieval_loss(q, D, positives, temperature={args.temperature}) at its other defaults",
+        labels=("untrained encoder", f"step {result.best_step} (best validation)"),
     )
-    test_q = splits[2]
-    test = Judged.of(data, test_q)
-    untrained = Encoder(args.bits, args.dim, rngs=nnx.Rngs(args.seed))
-    initial = evaluate(untrained, tokens[0][test_q], test, encode(untrained, tokens[1]))
-    final = evaluate(result.best, tokens[0][test_q], test, encode(result.best, tokens[1]))
-
-    sizes = "/".join(str(len(s)) for s in splits)
-    print(
-        f"{data_dir.name}: {len(data.doc_ids)} documents, queries {sizes} (train/validation/test); "
-        f"{args.steps} steps of {args.batch} queries, loss {result.losses[0]:.4f} -> {result.losses[-1]:.4f}; "
-        f"{result.seconds:.1f} s"
-    )
-    print("validation nDCG@10 by step: " + ", ".join(f"{s}: {v:.4f}" for s, v in result.history))
-    print(f"loss: losses.retrieval_loss(q, D, positives, temperature={args.temperature}) at its other defaults")
-    print("| test (trec_eval) | " + " | ".join(MEASURES) + " |")
-    print("|---|" + "---:|" * len(MEASURES))
-    for name, values in (("untrained encoder", initial), (f"step {result.best_step} (best validation)", final)):
-        print(f"| {name} | " + " | ".join(f"{values[m]:.4f}" for m in MEASURES) + " |")
     return {
         "initial": initial,
         "final": final,
