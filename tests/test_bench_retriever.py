@@ -92,16 +92,19 @@ def test_rows_from_the_command_line():
             br.parse_row(bad)
 
 
-def test_a_small_run_chooses_on_validation_and_judges_every_test_query(tmp_path, capsys):
+def _small_cranfield(folder: Path, docs: int) -> tuple[beir_layout.Collection, Path]:
+    """Cranfield's first 24 queries over its first ``docs`` documents, written in BEIR's
+    layout to ``folder``: a collection small enough for a run of seconds."""
     cranfield = beir_layout.cranfield(ROOT / "tests" / "data" / "cranfield")
     queries = cranfield.queries[:24]
     kept = {q for q, _ in queries}
-    small = beir_layout.Collection(
-        cranfield.docs[:600],
-        queries,
-        {"test": [(q, d, s) for q, d, s in cranfield.qrels["test"] if q in kept and int(d) <= 600]},
-    )
-    folder = beir_layout.write(small, tmp_path / "small")
+    qrels = [(q, d, s) for q, d, s in cranfield.qrels["test"] if q in kept and int(d) <= docs]
+    small = beir_layout.Collection(cranfield.docs[:docs], queries, {"test": qrels})
+    return small, beir_layout.write(small, folder)
+
+
+def test_a_small_run_chooses_on_validation_and_judges_every_test_query(tmp_path, capsys):
+    small, folder = _small_cranfield(tmp_path / "small", 600)
     argv = ["--data", str(folder), "--rows", "default", "--encoders", "mlp", "--seeds", "2", "--folds", "2"]
     argv += [
         "--steps",
@@ -213,15 +216,7 @@ def test_pretrained_adapters_train_from_their_zero_shot_row(tmp_path, monkeypatc
     """The minilm-* encoders on a small collection, the pretrained encoder stood in for by
     random unit vectors (the real one: tests/test_sentence_encoder.py)."""
     monkeypatch.setattr(br, "embed_texts", lambda texts: _unit_rows(len(texts)))
-    cranfield = beir_layout.cranfield(ROOT / "tests" / "data" / "cranfield")
-    queries = cranfield.queries[:24]
-    kept = {q for q, _ in queries}
-    small = beir_layout.Collection(
-        cranfield.docs[:300],
-        queries,
-        {"test": [(q, d, s) for q, d, s in cranfield.qrels["test"] if q in kept and int(d) <= 300]},
-    )
-    folder = beir_layout.write(small, tmp_path / "small")
+    _, folder = _small_cranfield(tmp_path / "small", 300)
     argv = ["--data", str(folder), "--encoders", "minilm-linear", "minilm-mlp", "--folds", "2", "--seeds", "1"]
     argv += ["--cache", str(tmp_path / "cache"), "--resamples", "100"]
     zero = br.main([*argv, "--zero-shot"])["small"]
