@@ -15,7 +15,8 @@ On whatever platform JAX sees (``jax.default_backend()``, ``jax.devices()``) it
    * value + gradient of ``losses.metric_loss`` (nDCG) with each soft ranker, beside the
      value + gradient of a softmax cross-entropy (the cheapest listwise loss: the floor);
    * value + gradient of ``losses.retrieval_loss`` (in-batch lists and a 1M corpus) beside
-     InfoNCE's, with XLA's memory of each program;
+     InfoNCE's, with XLA's memory of each program, and with 16 and 64 relevant documents a
+     query beside the multi-positive softmax cross-entropy (the r axis);
    * ``jaxrank.evaluate`` end to end on generated TREC files (benchmarks/gen_trec.py);
    * ``retrieval.search`` at k = 10, 100, 1000 beside torch's ``topk(queries @ corpus.T)``
      on the same device (the collection of examples/dense_retrieval.py);
@@ -86,6 +87,7 @@ class Sizes:
     compare: tuple[int, int, int, int]  # systems, queries, docs, resamples
     repeats: int
     retrieval: tuple[tuple[int, int], ...]  # queries x documents of the retrieval losses
+    relevant: tuple[tuple[int, int, int], ...]  # queries x documents x relevant a query (the r axis)
 
 
 FULL = Sizes(
@@ -98,8 +100,9 @@ FULL = Sizes(
     (5, 500, 100, 10_000),
     5,
     ((4096, 4096), (16384, 16384), (1024, 1_000_000)),
+    ((4096, 4096, 16), (4096, 4096, 64), (45, 700, 16), (45, 700, 64)),
 )
-QUICK = Sizes((64, 100), (16, 20), (20, 50), 16, (2_000,), 32, (3, 20, 20, 1_000), 3, ((64, 64),))
+QUICK = Sizes((64, 100), (16, 20), (20, 50), 16, (2_000,), 32, (3, 20, 20, 1_000), 3, ((64, 64),), ((64, 64, 4),))
 SEARCH_K = (10, 100, 1000)
 
 
@@ -475,6 +478,44 @@ def retrieval_rows(sizes: Sizes, n_queries: int, n_docs: int) -> list[Row]:
     ]
 
 
+def relevant_rows(sizes: Sizes, n_queries: int, n_docs: int, relevant: int) -> list[Row]:
+    """Value + gradient of losses.retrieval_loss's default with ``relevant`` relevant
+    documents a query, beside the multi-positive softmax cross-entropy (the scores over 0.05
+    against the uniform target over the relevant documents: one list a query, the floor
+    with several positives; benchmarks/bench_retrieval_loss.py's ``softmax`` row)."""
+    rng = np.random.default_rng(0)
+
+    def unit(x):
+        return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+    docs = unit(rng.standard_normal((n_docs, sizes.dim))).astype(np.float32)
+    positives = np.stack([rng.choice(n_docs, relevant, replace=False) for _ in range(n_queries)])
+    queries = unit(unit(docs[positives].mean(1)) + 0.5 * unit(rng.standard_normal((n_queries, sizes.dim))))
+    q, d = jnp.asarray(queries.astype(np.float32)), jnp.asarray(docs)
+    p = jnp.asarray(positives, jnp.int32)
+
+    def softmax(q, d, p):
+        target = jnp.zeros((n_queries, n_docs)).at[jnp.arange(n_queries)[:, None], p].set(1.0 / relevant)
+        return -jnp.mean(jnp.sum(target * jax.nn.log_softmax(q @ d.T / 0.05, axis=-1), axis=-1))
+
+    timed = {}
+    for name, loss in {"softmax": softmax, "default": lambda q, d, p: losses.retrieval_loss(q, d, p).mean()}.items():
+        compiled = jax.jit(jax.value_and_grad(loss, argnums=(0, 1))).lower(q, d, p).compile()
+        timed[name] = _machine.time_compiled(lambda c=compiled: c(q, d, p), sizes.repeats)
+    run_s, compile_s = timed["default"]
+    size = f"{n_queries} q x {n_docs} docs x {sizes.dim}, r = {relevant}"
+    return [
+        Row(
+            f"retrieval: retrieval_loss default, {relevant} relevant a query, value+grad",
+            size,
+            run_s,
+            compile_s,
+            "multi-positive softmax CE v+g",
+            timed["softmax"][0],
+        )
+    ]
+
+
 def _vg(loss: Callable[[jax.Array, jax.Array], jax.Array]) -> Callable[[jax.Array, jax.Array], tuple]:
     return jax.jit(jax.value_and_grad(loss))
 
@@ -622,6 +663,14 @@ def main(argv: list[str] | None = None) -> int:
         *(
             (lambda q=q, m=m: retrieval_rows(sizes, q, m), "retrieval: retrieval_loss", f"{q} q x {m} docs")
             for q, m in sizes.retrieval
+        ),
+        *(
+            (
+                lambda q=q, m=m, r=r: relevant_rows(sizes, q, m, r),
+                "retrieval: retrieval_loss",
+                f"{q} q x {m} docs, r {r}",
+            )
+            for q, m, r in sizes.relevant
         ),
         (lambda: trec_rows(sizes), "trec: evaluate end to end", str(sizes.trec)),
         *((lambda d=d: search_rows(sizes, d), "search: retrieval.search", f"{d} docs") for d in sizes.corpora),

@@ -30,7 +30,12 @@ without repetition), and the value and gradient of the mean loss in both embeddi
 * ``dense``: ``losses.metric_loss(q @ D.T, labels, k=10)`` with the labels dense, the
   pre-retrieval way (metric_loss's default ranker);
 * ``rax_approx_ndcg``, ``rax_softmax``: rax 0.4's ``approx_t12n(ndcg_metric)`` loss and
-  ``softmax_loss`` on the same dense lists (where they fit in memory).
+  ``softmax_loss`` on the same dense lists (where they fit in memory);
+* ``pairs_floor``: not a loss, a floor: each relevant document's sum of ``max(s_j - s_i, 0)``
+  over its query's documents, the cheapest pass a rank read per (query, relevant document)
+  pair can make (no exponential): ``Q r M`` terms;
+* ``sort_floor``: not a loss, a floor: each query's scores sorted (``jnp.sort``), the first
+  step of a pair rank read from sorted scores by prefix sums (``O(M log M + r log M)`` a query).
 
 Each (size, row) runs in its own interpreter: its peak RSS (``resource.getrusage``) is its
 own, beside XLA's own account of the compiled program (arguments + outputs + temporaries,
@@ -55,7 +60,18 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _machine  # noqa: E402
 
 SIZES = {"4096x4096": (4096, 4096), "16384x16384": (16384, 16384), "1024x1000000": (1024, 1_000_000)}
-ROWS = ("infonce", "softmax", "default", "temperature", "approx", "dense", "rax_approx_ndcg", "rax_softmax")
+ROWS = (
+    "infonce",
+    "softmax",
+    "default",
+    "temperature",
+    "approx",
+    "dense",
+    "rax_approx_ndcg",
+    "rax_softmax",
+    "pairs_floor",
+    "sort_floor",
+)
 DIM = 128
 # Rows that hold the dense [Q, M] lists, and the [Q, M, M] pair matrices of rax's ApproxNDCG.
 DENSE = {"dense", "rax_approx_ndcg", "rax_softmax"}
@@ -96,6 +112,16 @@ def _loss(row: str, positives, n_docs: int):
         return lambda q, d: losses.retrieval_loss(q, d, positives, ranker=jaxrank.approx(), k=None).mean()
     if row == "dense":
         return lambda q, d: losses.metric_loss(q @ d.T, labels, k=10).mean()
+    if row == "pairs_floor":
+
+        def pairs_floor(q, d):
+            scores = q @ d.T
+            at = jnp.take_along_axis(scores, positives, axis=1)
+            return jnp.mean(jnp.sum(jax.nn.relu(scores[:, None, :] - at[:, :, None]), axis=-1))
+
+        return pairs_floor
+    if row == "sort_floor":
+        return lambda q, d: jnp.mean(jnp.sort(q @ d.T, axis=-1) * jnp.linspace(1.0, 0.0, n_docs))
     import rax
 
     if row == "rax_approx_ndcg":
