@@ -1,0 +1,54 @@
+"""Rankers screened as candidate defaults and not adopted: kept so that the screens'
+commands in docs/reports/defaults.md run. Not part of the library.
+
+``band(T, low, high)``: :func:`jaxrank.laplace`'s ranks at a temperature ``T`` in the units
+of the scores, kept between ``low`` and ``high`` times the mean gap among each list's top 11
+scores (held constant in the gradient): inside the band a model sharpens the relaxation by
+spreading its scores apart, as with ``softsort()``'s temperature in score units.
+
+    python benchmarks/bench_letor.py --data lambdarank --rankers "__import__('_screen_rankers').band(1.0, 0.05, 1.0)"
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax.numpy as jnp
+from jax import lax
+
+from jaxrank.ranking.backend import argsort_descending, sort_key
+from jaxrank.ranking.laplace import LaplaceRanker, LaplaceRanks, _ranks_in_order
+from jaxrank.ranking.pairwise import _scale, _top_gap
+from jaxrank.ranking.smooth import _inputs
+
+
+@dataclasses.dataclass(frozen=True)
+class BandedLaplace(LaplaceRanker):
+    """``temperature``: the band's top, in top gaps; ``low``: its floor; ``score_temperature``:
+    the temperature in score units, clipped to the band."""
+
+    score_temperature: float = 1.0
+    low: float = 0.1
+
+    def __call__(self, scores, where=None, *, depth=None) -> LaplaceRanks:
+        del depth
+        x, valid = _inputs(scores, where)
+        n = x.shape[-1]
+        m = jnp.sum(valid, axis=-1, keepdims=True)
+        order = argsort_descending(sort_key(lax.stop_gradient(x), valid))
+        top = jnp.where(jnp.arange(n) < m, jnp.take_along_axis(lax.stop_gradient(x), order, axis=-1), 0)
+        gap = _scale(1.0, _top_gap(top, m, self.top), x, valid)
+        scale = jnp.clip(self.score_temperature, self.low * gap, self.temperature * gap)
+        ranks = _ranks_in_order(x, order, valid, valid, scale)
+        return LaplaceRanks(ranks, valid, x, order, scale, self.cutoff_temperature, self.reach)
+
+
+def band(score_temperature: float = 1.0, low: float = 0.1, high: float = 0.5, top: int = 10) -> BandedLaplace:
+    """Laplace ranks at ``score_temperature`` clipped to ``[low, high]`` top gaps.
+
+    >>> import jax.numpy as jnp
+    >>> s = jnp.array([3.0, 2.0, 1.0, 0.0])
+    >>> [round(float(r), 3) for r in band(1e-6, 1e-6, 1e6)(s).ranks]  # T = 1e-6 score units: exact
+    [1.0, 2.0, 3.0, 4.0]
+    """
+    return BandedLaplace(temperature=high, top=top, score_temperature=score_temperature, low=low)
