@@ -16,8 +16,9 @@ import dataclasses
 import jax.numpy as jnp
 from jax import lax
 
+from jaxrank.ranking._ties import reduce_positions
 from jaxrank.ranking.backend import argsort_descending, sort_key
-from jaxrank.ranking.laplace import LaplaceRanker, LaplaceRanks, _ranks_in_order
+from jaxrank.ranking.laplace import LaplaceRanker, LaplaceRanks, _ranks_in_order, _step
 from jaxrank.ranking.pairwise import _scale, _top_gap
 from jaxrank.ranking.smooth import _inputs
 
@@ -52,3 +53,43 @@ def band(score_temperature: float = 1.0, low: float = 0.1, high: float = 0.5, to
     [1.0, 2.0, 3.0, 4.0]
     """
     return BandedLaplace(temperature=high, top=top, score_temperature=score_temperature, low=low)
+
+
+# Gauss-Hermite nodes and weights (probabilists', normalised): E f(Z), Z ~ N(0, 1), exact
+# for polynomials of degree 9.
+_NODES = (-2.8569700138728056, -1.3556261799742659, 0.0, 1.3556261799742659, 2.8569700138728056)
+_WEIGHTS = (0.011257411327720693, 0.22207592200561256, 0.5333333333333333, 0.22207592200561256, 0.011257411327720693)
+
+
+@dataclasses.dataclass(frozen=True)
+class ExpectedLaplaceRanks(LaplaceRanks):
+    """A metric's position weights at each item's mean rank replaced by their mean over its
+    rank: ``E f(R_i)``, ``R_i = 1 + sum_j Bernoulli(F((s_j - s_i) / T))`` taken as normal
+    (mean the Laplace rank, variance ``sum_j p_ij (1 - p_ij)``), by Gauss-Hermite. Dense:
+    ``n^2`` pairs a list (a screen on short lists)."""
+
+    def _weighted(self, g, f, factor=None):
+        h = g if factor is None else g * factor
+        h = jnp.where(self.valid, h, 0)
+        x = self.scores
+        p = _step((x[..., None, :] - x[..., :, None]) / self.scale[..., None])
+        keep = self.valid[..., None, :] & self.valid[..., :, None] & ~jnp.eye(x.shape[-1], dtype=bool)
+        sd = jnp.sqrt(jnp.sum(jnp.where(keep, p * (1 - p), 0), axis=-1) + 1e-12)
+        m = jnp.sum(self.valid, axis=-1, keepdims=True).astype(x.dtype)
+        total = 0
+        for node, weight in zip(_NODES, _WEIGHTS):
+            total = total + weight * reduce_positions(h, f(jnp.clip(self.ranks + node * sd, 1, jnp.maximum(m, 1))))
+        return total
+
+
+@dataclasses.dataclass(frozen=True)
+class ExpectedLaplace(LaplaceRanker):
+    def __call__(self, scores, where=None, *, depth=None) -> ExpectedLaplaceRanks:
+        r = super().__call__(scores, where, depth=depth)
+        return ExpectedLaplaceRanks(r.ranks, r.valid, r.scores, r.order, r.scale, r.tau, r.reach)
+
+
+def expected(temperature: float = 0.5, top: int = 10) -> ExpectedLaplace:
+    """``laplace(temperature, top=top)`` with each position weight averaged over the rank's
+    spread (:class:`ExpectedLaplaceRanks`)."""
+    return ExpectedLaplace(temperature=temperature, top=top)
