@@ -30,8 +30,9 @@ the queries and documents (title and text) are embedded once, and kept in ``--ca
 when given (a file per collection, named by a hash of its texts); an adapter trains on top:
 ``minilm-linear``, ``W x`` with ``W`` at the identity at the start, then L2 normalisation;
 ``minilm-mlp``, ``x + W2 gelu(W1 x)``, W2 zero at the start, then L2 normalisation. Both start
-as the pretrained encoder: their ``zero-shot`` row is its numbers. They train at
-``--adapter-lr``. Fine-tuning the whole encoder is examples/finetune_encoder.py's (an
+as the pretrained encoder: their ``zero-shot`` row is its numbers, and a second table gives
+every trained row against it (paired over the test queries; also with ``--pool``), since
+fine-tuning must not make the encoder worse. They train at ``--adapter-lr``. Fine-tuning the whole encoder is examples/finetune_encoder.py's (an
 accelerator's job). ``--zero-shot`` trains nothing: only each encoder's starting row.
 
 Training (``examples/train_retriever.py``'s ``train``): Adam, ``--steps`` steps of
@@ -466,6 +467,31 @@ def statistics(values: dict[str, dict[str, np.ndarray]], n: int) -> dict[tuple[s
     return out
 
 
+def zero_shot_lines(
+    label: str, values: dict[str, dict[str, np.ndarray]], start: dict[str, np.ndarray], n: int
+) -> list[str]:
+    """Rows of the table of every trained row against the pretrained encoder's zero-shot
+    values (issue 54: fine-tuning must not make it worse): Δ [95% CI] and randomization p per
+    measure, Holm's adjustment over the rows in brackets. ``label``: the first cells."""
+    key = jax.random.key(1)
+    cells: dict[str, list[str]] = {r: [] for r in values}
+    for m in MEASURES:
+        raw = []
+        for r in values:
+            key, sub = jax.random.split(key)
+            raw.append(compare(values[r][m], start[m], sub, n))
+        holm = np.asarray(jaxrank.stats.multipletests(jnp.asarray([s[3] for s in raw]), "holm"))
+        for r, (d, low, high, p), h in zip(values, raw, holm):
+            cells[r] += [f"{d:+.4f} [{low:+.4f}, {high:+.4f}]", f"{p:.3g} ({h:.3g})"]
+    return [f"| {label} | {r} | " + " | ".join(c) + " |" for r, c in cells.items()]
+
+
+ZERO_SHOT_HEADER = (
+    "| Δ nDCG@10 vs zero-shot [95% CI] | p (Holm) | Δ R@100 vs zero-shot [95% CI] | p (Holm) |",
+    "|---|---|---|---|",
+)
+
+
 def _seeds(c: Collection) -> str:
     """``"4 seeds"``, or ``"4 seeds (4-7)"`` where they do not start at 0."""
     first, last = c.seeds[0], c.seeds[-1]
@@ -499,6 +525,7 @@ def table(c: Collection, results: dict, rows: dict[str, Row], n_resamples: int) 
         "| Δ vs InfoNCE [95% CI] | p (Holm) | test R@100 | Δ vs InfoNCE [95% CI] | p (Holm) |"
     )
     lines = [header, "|---|---|---|---|---:|---:|---|---|---:|---|---|"]
+    against_start: list[str] = []
     stats_out = {}
     for enc, res in results.items():
         values = {r: query_means([s.test for s in res["rows"][r]["seeds"]], qids) for r in res["rows"]}
@@ -512,6 +539,10 @@ def table(c: Collection, results: dict, rows: dict[str, Row], n_resamples: int) 
             valid = np.mean(out["grid"][out["chosen"]].valid)
             cells = [enc, r, rows[r].describe, _grid(rows[r], out["chosen"]), f"{valid:.4f}"]
             lines.append("| " + " | ".join(cells + _measure_cells(r, values, stats)) + " |")
+        if enc in PRETRAINED:
+            against_start += zero_shot_lines(enc, values, start, n_resamples)
+    if against_start:
+        lines += ["", "| encoder | row " + ZERO_SHOT_HEADER[0], "|---|---" + ZERO_SHOT_HEADER[1], *against_start]
     return "\n".join(lines), stats_out
 
 
@@ -583,6 +614,7 @@ def pool(paths: Sequence[Path], n_resamples: int) -> str:
         "| test R@100 | Δ vs InfoNCE [95% CI] | p (Holm) |",
         "|---|---|---|---|---:|---|---|---:|---|---|",
     ]
+    against_start: list[str] = []
     for name in names:
         for enc in [e for e in outs[0][name] if e in ENCODERS and all(e in o[name] for o in outs)]:
             rows = [r for r in outs[0][name][enc]["rows"] if all(r in o[name][enc]["rows"] for o in outs)]
@@ -599,9 +631,15 @@ def pool(paths: Sequence[Path], n_resamples: int) -> str:
             for r in rows:
                 chosen = "/".join(f"{o[name][enc]['rows'][r]['chosen']:g}" for o in outs)
                 lines.append("| " + " | ".join([name, enc, r, chosen, *_measure_cells(r, values, stats)]) + " |")
+            if enc in PRETRAINED:  # the same encoder at every seed: the first file's zero-shot values
+                start = query_means(outs[0][name][enc]["untrained"][:1], qids)
+                against_start += zero_shot_lines(f"{name} | {enc}", values, start, n_resamples)
     described = "; ".join(
         f"{path.name}: seeds {_file_seeds(o).start}-{_file_seeds(o).stop - 1}" for path, o in zip(paths, outs)
     )
+    if against_start:
+        lines += ["", "| collection | encoder | row " + ZERO_SHOT_HEADER[0], "|---|---|---" + ZERO_SHOT_HEADER[1]]
+        lines += against_start
     return f"{len(seen)} seeds ({described})\n\n" + "\n".join(lines) + "\n"
 
 

@@ -224,6 +224,15 @@ def test_pretrained_adapters_train_from_their_zero_shot_row(tmp_path, monkeypatc
     out = br.main([*argv, "--rows", "default", "--steps", "4", "--refresh", "2", "--batch", "4"])["small"]
     printed = capsys.readouterr().out
     assert "| minilm-mlp | zero-shot |" in printed and "| minilm-mlp | default |" in printed
+    # every trained row against the zero-shot encoder: its Δ is the difference of the two means
+    cells = [
+        [c.strip() for c in line.split("|")[1:-1]] for line in printed.splitlines() if line.startswith("| minilm-")
+    ]
+    means = {(c[0], c[1]): float(c[5]) for c in cells if len(c) == 11}
+    deltas = {(c[0], c[1]): float(c[2].split()[0]) for c in cells if len(c) == 6}
+    assert set(deltas) == {(e, r) for e in ("minilm-linear", "minilm-mlp") for r in ("infonce", "default")}
+    for (enc, row), delta in deltas.items():
+        assert delta == pytest.approx(means[enc, row] - means[enc, "zero-shot"], abs=2e-4)
     for enc in ("minilm-linear", "minilm-mlp"):
         assert zero[enc]["rows"] == {} and zero[enc]["untrained"] == out[enc]["untrained"]
         assert set(out[enc]["rows"]) == {"infonce", "default"}

@@ -114,6 +114,13 @@ def test_multipletests_match_statsmodels(method):
     assert np.isnan(got[:, 7:]).all()
 
 
+@pytest.mark.parametrize("method", ["bonferroni", "holm", "fdr_bh"])
+def test_multipletests_of_no_tests_is_empty(method):
+    want = sm_multipletests(np.zeros(0), method=method)[1]
+    got = stats.multipletests(np.zeros((2, 0)), method)
+    assert got.shape == (2, 0) and want.shape == (0,)
+
+
 def test_batch_axes_where_jit_vmap():
     """Leading axes, masks, jit and vmap give what scipy gives row by row on the valid queries
     (``eager`` is jitted too: op-by-op dispatch compiles every op, slower in a test)."""

@@ -736,6 +736,8 @@ def multipletests(pvalues, method: Literal["bonferroni", "holm", "fdr_bh"] = "ho
     m = valid.sum(-1, keepdims=True).astype(p.dtype)
     if method == "bonferroni":
         return jnp.where(valid, jnp.minimum(1, m * p), jnp.nan)
+    if p.shape[-1] == 0:  # no tests: nothing to adjust (an empty family, as statsmodels returns it)
+        return p
     order = _STABLE(-p, valid).order  # ascending p, the valid ones first
     ps = jnp.take_along_axis(p, order, axis=-1)
     j = jnp.arange(1, p.shape[-1] + 1, dtype=p.dtype)
