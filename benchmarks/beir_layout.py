@@ -30,11 +30,18 @@ Sources (their origins, licences and sizes: docs/collections.md), by name:
   ``test``; the text of an abstract is its sentences joined by a space. When BEIR's own
   ``queries.jsonl``, ``train.tsv`` and ``test.tsv`` lie beside the zip, the queries and qrels
   built are checked to be theirs.
+* ``nfcorpus``: BEIR's ``nfcorpus.zip`` (``nfcorpus/corpus.jsonl``, ``nfcorpus/queries.jsonl``,
+  ``nfcorpus/qrels/{train,dev,test}.tsv``), NFCorpus in BEIR's layout already: documents' title
+  and text, queries' text (their ``metadata`` is left out), each split's judgments with their
+  grades as BEIR has them (``dev`` and ``test`` graded 1-2; ``train`` all 1). ``dev.tsv`` is
+  written too; the benchmark does not read it (it validates on training queries, as for
+  SciFact).
 
 Usage::
 
     python benchmarks/beir_layout.py cisi raw/cisi beir-data/cisi
     python benchmarks/beir_layout.py scifact raw/scifact beir-data/scifact
+    python benchmarks/beir_layout.py nfcorpus raw/nfcorpus beir-data/nfcorpus
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ import argparse
 import ast
 import csv
 import dataclasses
+import hashlib
 import io
 import json
 import re
@@ -219,6 +227,33 @@ def _check_against_beir(collection: Collection, src: Path) -> None:
             print(f"  {split}: {len(rows)} judgments, equal to BEIR's {split}.tsv")
 
 
+NFCORPUS_MD5 = "a89dba18a62ef92f7d323ec890a0d38d"  # BEIR's published checksum of nfcorpus.zip
+
+
+def _jsonl(archive: zipfile.ZipFile, name: str) -> list[dict]:
+    with archive.open(name) as f:
+        return [json.loads(line) for line in io.TextIOWrapper(f, encoding="utf-8") if line.strip()]
+
+
+def _beir_qrels(archive: zipfile.ZipFile, name: str) -> list[tuple[str, str, int]]:
+    """A BEIR ``qrels/<split>.tsv`` in ``archive``: its judgments in file order, grades kept."""
+    lines = archive.read(name).decode("utf-8").splitlines()
+    if not lines or lines[0].split("\t")[:2] != ["query-id", "corpus-id"]:
+        raise ValueError(f"{name}: no BEIR qrels header")
+    return [(q, d, int(s)) for q, d, s in (line.split("\t") for line in lines[1:] if line.strip())]
+
+
+def nfcorpus(src: Path) -> Collection:
+    path = src / "nfcorpus.zip"
+    digest = hashlib.md5(path.read_bytes()).hexdigest()
+    print(f"  nfcorpus.zip: MD5 {digest}" + (" (BEIR's)" if digest == NFCORPUS_MD5 else f", not BEIR's {NFCORPUS_MD5}"))
+    with zipfile.ZipFile(path) as archive:
+        docs = [(r["_id"], r["title"], r["text"]) for r in _jsonl(archive, "nfcorpus/corpus.jsonl")]
+        queries = [(r["_id"], r["text"]) for r in _jsonl(archive, "nfcorpus/queries.jsonl")]
+        qrels = {s: _beir_qrels(archive, f"nfcorpus/qrels/{s}.tsv") for s in ("train", "dev", "test")}
+    return Collection(docs, queries, qrels)
+
+
 CONVERTERS: dict[str, Callable[[Path], Collection]] = {
     "cranfield": cranfield,
     "cisi": cisi,
@@ -226,6 +261,7 @@ CONVERTERS: dict[str, Callable[[Path], Collection]] = {
     "cacm": cacm,
     "npl": npl,
     "scifact": scifact,
+    "nfcorpus": nfcorpus,
 }
 
 
@@ -250,9 +286,11 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     for split, rows in collection.qrels.items():
         judged = {q for q, _, _ in rows}
         relevant = sum(s > 0 for _, _, s in rows)
+        grades = sorted({s for _, _, s in rows if s > 0})
+        graded = "".join(f", {sum(s == g for _, _, s in rows)} at {g}" for g in grades) if len(grades) > 1 else ""
         print(
             f"{args.name} {split}: {len(collection.docs)} documents, {len(judged)} queries, "
-            f"{len(rows)} judgments ({relevant} relevant) -> {args.out}"
+            f"{len(rows)} judgments ({relevant} relevant{graded}) -> {args.out}"
         )
 
 

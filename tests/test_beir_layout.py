@@ -117,3 +117,42 @@ def test_scifact_is_checked_against_beirs_files_beside_the_release(tmp_path, cap
     (src / "test.tsv").write_text(header + "1\t5836\t1\n")
     with pytest.raises(ValueError, match="test.tsv: BEIR's qrels differ"):
         beir_layout.scifact(src)
+
+
+def test_nfcorpus_from_beirs_zip_keeps_grades_and_splits(tmp_path, capsys):
+    src = tmp_path / "raw"
+    src.mkdir()
+    header = "query-id\tcorpus-id\tscore\r\n"  # BEIR's nfcorpus.zip ends its qrels lines with CRLF
+    with zipfile.ZipFile(src / "nfcorpus.zip", "w") as z:
+        z.writestr(
+            "nfcorpus/corpus.jsonl",
+            '{"_id": "MED-10", "title": "Statin Use", "text": "Recent studies \\u2013 statins."}\n'
+            '{"_id": "MED-14", "title": "Statins", "text": "A cohort.", "metadata": {"url": "x"}}\n'
+            '{"_id": "MED-118", "title": "Alkylphenols", "text": "Endocrine disruptors."}\n',
+        )
+        z.writestr(
+            "nfcorpus/queries.jsonl",
+            "".join(
+                f'{{"_id": "{i}", "text": "{t}", "metadata": {{"url": "http://nutritionfacts.org/{i}"}}}}\n'
+                for i, t in [
+                    ("PLAIN-2", "Do Cholesterol Statin Drugs Cause Breast Cancer?"),
+                    ("PLAIN-3", "Breast Cancer"),
+                    ("PLAIN-1", "Why Deep Fried Foods May Cause Cancer"),
+                ]
+            ),
+        )
+        z.writestr("nfcorpus/qrels/train.tsv", header + "PLAIN-3\tMED-14\t1\r\nPLAIN-3\tMED-118\t1\r\n")
+        z.writestr("nfcorpus/qrels/dev.tsv", header + "PLAIN-1\tMED-118\t1\r\n")
+        z.writestr("nfcorpus/qrels/test.tsv", header + "PLAIN-2\tMED-14\t2\r\nPLAIN-2\tMED-10\t1\r\n")
+    test = convert("nfcorpus", src, tmp_path / "nfcorpus")
+    assert "not BEIR's a89dba18a62ef92f7d323ec890a0d38d" in capsys.readouterr().out
+    assert test.doc_ids == ["MED-10", "MED-14", "MED-118"] and test.titles[1] == "Statins"
+    assert test.texts[0] == "Recent studies \u2013 statins."
+    assert test.query_ids == ["PLAIN-2"] and test.queries == ["Do Cholesterol Statin Drugs Cause Breast Cancer?"]
+    assert test.qrels == {"PLAIN-2": {"MED-14": 2, "MED-10": 1}}  # the grades, as BEIR has them
+    assert read_beir(tmp_path / "nfcorpus", "train").qrels == {"PLAIN-3": {"MED-14": 1, "MED-118": 1}}
+    assert read_beir(tmp_path / "nfcorpus", "dev").query_ids == ["PLAIN-1"]
+    # the benchmark's loader (examples/train_retriever.py's): train.tsv's queries, then test.tsv's (not dev.tsv's)
+    data, (train, valid, test_rows) = beir_layout.tr.load(tmp_path / "nfcorpus")
+    assert data.query_ids == ["PLAIN-3", "PLAIN-2"] and list(test_rows) == [1]
+    assert data.qrels["PLAIN-2"] == {"MED-14": 2, "MED-10": 1}
