@@ -85,6 +85,28 @@ def test_batches_hold_every_positive_and_negatives_that_are_not_relevant(data):
             assert set(trainer.hard[i].tolist()) <= set(rows.tolist())
 
 
+def test_batch_capacity_is_at_most_the_corpus(tmp_path):
+    # NFCorpus's shape in small: queries with more relevant documents between them than the
+    # corpus holds (a batch's documents are distinct, so the corpus bounds them).
+    docs = [(f"d{i}", "", f"document {i} text") for i in range(8)]
+    queries = [(f"q{i}", f"query {i}") for i in range(5)]
+    rows = [(f"q{i}", f"d{(i + j) % 8}", 1 + j % 2) for i in range(5) for j in range(3)]  # 3 relevant each, graded
+    beir_layout.write(beir_layout.Collection(docs, queries, {"test": rows}), tmp_path / "c")
+    data, _ = tr.load(tmp_path / "c")
+    queries_tok, docs_tok = tr.featurize_all(data, 8, 16)
+    train = np.arange(4)
+    trainer = tr.Trainer(data, train, queries_tok[train], docs_tok, batch=4, negatives=2)
+    assert trainer.width == 3 and trainer.capacity == 8  # not 4 * 3 + 4 * 2
+    trainer.mine(tr.Encoder(8, 4, rngs=tr.nnx.Rngs(0)))
+    batch = trainer.sample(np.random.default_rng(0))
+    assert batch.docs.shape[0] == 8 and len(set(batch.doc_rows[batch.doc_where].tolist())) == batch.doc_where.sum()
+    for b, i in enumerate(batch.query_rows):
+        ids, gains = trainer.pos[i]
+        named = batch.positives[b] >= 0
+        assert sorted(batch.doc_rows[batch.positives[b][named]].tolist()) == sorted(ids.tolist())
+        assert sorted(batch.gains[b][named].tolist()) == sorted(gains.tolist())
+
+
 def test_quick_run_learns_and_the_streamed_evaluation_equals_trec_eval():
     out = tr.main(["--quick", "--data", str(DATA)])
     result = out["result"]
