@@ -6,9 +6,10 @@ Collections: folders in BEIR's layout (``--data DIR [DIR ...]``, read by
 collection's original files); by default Cranfield, written from ``tests/data/cranfield``
 into a temporary folder. Splits, fixed for every row:
 
-* a collection with ``qrels/train.tsv`` (SciFact, BEIR's split) tests on ``qrels/test.tsv``'s
-  queries; its training queries are ``train.tsv``'s, of which a fixed 40/165 validate
-  (``examples/train_retriever.py``'s ``load``: validation never holds a test query);
+* a collection with ``qrels/train.tsv`` (SciFact, NFCorpus: BEIR's split) tests on
+  ``qrels/test.tsv``'s queries; its training queries are ``train.tsv``'s, of which a fixed
+  40/165 validate (``examples/train_retriever.py``'s ``load``: validation never holds a test
+  query; a ``qrels/dev.tsv``, NFCorpus's, is not read);
 * any other is cut into ``--folds`` folds of its queries (a permutation drawn from the
   seed): run ``f`` tests on fold ``f``, validates on 40/165 of the other queries and trains
   on the rest. Every query is a test query once per seed.
