@@ -7,12 +7,18 @@ scores (held constant in the gradient): inside the band a model sharpens the rel
 spreading its scores apart, as with ``softsort()``'s temperature in score units.
 
     python benchmarks/bench_letor.py --data lambdarank --rankers "__import__('_screen_rankers').band(1.0, 0.05, 1.0)"
+
+``expected(t)``: laplace's position weights averaged over each rank's spread. ``gapped(r)``:
+the ranker ``r`` (score units) with its temperature in top gaps. ``mixed(t, beta, ratio)``:
+laplace with a heavier-tailed step. ``spread(t, live=True)``: SoftSort's kernel normalised over
+the positions (monotone at every temperature). Results: docs/reports/defaults.md.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+import jax
 import jax.numpy as jnp
 from jax import lax
 
@@ -93,3 +99,86 @@ def expected(temperature: float = 0.5, top: int = 10) -> ExpectedLaplace:
     """``laplace(temperature, top=top)`` with each position weight averaged over the rank's
     spread (:class:`ExpectedLaplaceRanks`)."""
     return ExpectedLaplace(temperature=temperature, top=top)
+
+
+@dataclasses.dataclass(frozen=True)
+class Gapped:
+    """``inner`` (a ranker with its temperature in score units) on each list's scores divided
+    by the mean gap among its top ``top + 1`` (held constant in the gradient): ``inner``'s
+    temperature measured in top gaps, as :func:`jaxrank.laplace`'s is."""
+
+    inner: object
+    top: int = 10
+    smooth = True
+
+    def __call__(self, scores, where=None, *, depth=None):
+        x, valid = _inputs(scores, where)
+        n = x.shape[-1]
+        m = jnp.sum(valid, axis=-1, keepdims=True)
+        order = argsort_descending(sort_key(lax.stop_gradient(x), valid))
+        top = jnp.where(jnp.arange(n) < m, jnp.take_along_axis(lax.stop_gradient(x), order, axis=-1), 0)
+        gap = _scale(1.0, _top_gap(top, m, self.top), x, valid)
+        return self.inner(jnp.where(valid, x / gap, 0), valid)
+
+
+def gapped(inner, top: int = 10) -> Gapped:
+    """``inner`` with its temperature in top gaps (:class:`Gapped`)."""
+    return Gapped(inner, top)
+
+
+@dataclasses.dataclass(frozen=True)
+class MixedLaplace(LaplaceRanker):
+    """Laplace ranks whose step is ``(1 - beta) F(x / T) + beta F(x / (ratio T))``: a heavier
+    tail between far-apart items (ranks are linear in the step, so the mixture's ranks are
+    the mixture of the two rankings)."""
+
+    beta: float = 0.2
+    ratio: float = 8.0
+
+    def __call__(self, scores, where=None, *, depth=None) -> LaplaceRanks:
+        r = super().__call__(scores, where, depth=depth)
+        far = _ranks_in_order(r.scores, r.order, r.valid, r.valid, self.ratio * r.scale)
+        ranks = (1 - self.beta) * r.ranks + self.beta * far
+        return LaplaceRanks(ranks, r.valid, r.scores, r.order, r.scale, r.tau, r.reach)
+
+
+def mixed(temperature: float = 0.5, beta: float = 0.2, ratio: float = 8.0, top: int = 10) -> MixedLaplace:
+    """``laplace(temperature)`` with a fraction ``beta`` of its step ``ratio`` times hotter."""
+    return MixedLaplace(temperature=temperature, top=top, beta=beta, ratio=ratio)
+
+
+@dataclasses.dataclass(frozen=True)
+class Spread:
+    """Each item's mass spread over the positions by its score's distance to the sorted
+    scores (held constant in the gradient): ``Q[p, j] = softmax_p(-|t_p - s_j| / T)`` over the
+    valid positions, ``T`` = ``temperature`` top gaps. SoftSort's kernel normalised over
+    positions (each column sums to 1) instead of items: an item's expected discount is a
+    kernel smoother of the discount curve at its score, which rises with its score at every
+    temperature. Dense: ``n^2`` a list (a screen on short lists)."""
+
+    temperature: float = 1.0
+    top: int = 10
+    live: bool = False  # the centers t_p differentiated (they are the items' own scores)
+    smooth = True
+
+    def __call__(self, scores, where=None, *, depth=None):
+        from jaxrank.ranking.permutation import PermutationRanks
+
+        x, valid = _inputs(scores, where)
+        n = x.shape[-1]
+        m = jnp.sum(valid, axis=-1, keepdims=True)
+        order = argsort_descending(sort_key(lax.stop_gradient(x), valid))
+        top = jnp.where(jnp.arange(n) < m, jnp.take_along_axis(lax.stop_gradient(x), order, axis=-1), 0)
+        scale = _scale(self.temperature, _top_gap(top, m, self.top), x, valid)
+        if self.live:
+            top = jnp.where(jnp.arange(n) < m, jnp.take_along_axis(x, order, axis=-1), 0)
+        rows = jnp.arange(n) < m  # [..., n] positions that hold an item
+        logits = -jnp.abs(top[..., :, None] - x[..., None, :]) / scale[..., None]
+        logits = jnp.where(rows[..., :, None], logits, -jnp.inf)
+        perm = jnp.where(valid[..., None, :], jax.nn.softmax(logits, axis=-2), 0)
+        return PermutationRanks(perm, valid)
+
+
+def spread(temperature: float = 1.0, top: int = 10, live: bool = False) -> Spread:
+    """:class:`Spread` at ``temperature`` top gaps."""
+    return Spread(temperature, top, live)

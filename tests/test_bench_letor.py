@@ -260,3 +260,41 @@ def test_length_buckets_give_the_whole_batch_loss(tmp_path):
     values = np.asarray(both(flat)).reshape(len(keys), 2)
     for key, (whole, by_bucket) in zip(keys, values):
         assert by_bucket == pytest.approx(whole, rel=1e-5), key
+
+
+def test_screened_rankers_give_the_hard_metric_at_small_temperatures_and_pass_their_doctests():
+    import doctest
+
+    import _screen_rankers as screen
+
+    import jaxrank
+
+    rng = np.random.default_rng(0)
+    scores = jnp.asarray(rng.normal(size=(3, 12)))
+    labels = jnp.asarray(rng.integers(0, 3, size=(3, 12)))
+    where = jnp.asarray(rng.random((3, 12)) < 0.8)
+    hard = jaxrank.ndcg(scores, labels, where=where)
+    for ranker in (
+        screen.band(1e-6, 1e-6, 1e6),
+        screen.expected(1e-3),
+        screen.gapped(jaxrank.softsort(1e-3, units="score")),
+        screen.mixed(1e-3, 0.5, 4.0),
+        screen.spread(1e-3),
+        screen.spread(1e-3, live=True),
+    ):
+        soft = jaxrank.ndcg(scores, labels, where=where, ranker=ranker)
+        np.testing.assert_allclose(soft, hard, atol=1e-5, err_msg=repr(ranker))
+    assert doctest.testmod(screen).failed == 0
+
+
+def test_spread_is_monotone_in_a_relevant_items_own_score_at_every_temperature():
+    import _screen_rankers as screen
+
+    import jaxrank
+
+    scores = jnp.asarray(np.random.default_rng(1).normal(size=40))
+    for position in (0, 5, 30):
+        labels = jnp.zeros(40, int).at[jnp.argsort(-scores)[position]].set(1)
+        for t in (0.5, 4.0, 32.0):
+            grad = jax.grad(lambda s: jaxrank.ndcg(s, labels, k=10, ranker=screen.spread(t, live=True)))(scores)
+            assert grad[labels == 1][0] >= 0, (position, t)
