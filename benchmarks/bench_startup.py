@@ -27,7 +27,7 @@ compile jaxrank's sources again (an installed package has its ``.pyc`` files); t
 commands run with that variable removed and ``PYTHONPYCACHEPREFIX`` set to a directory of
 the benchmark's own, filled by the untimed runs (``--bytecode off`` keeps the environment).
 
-    python benchmarks/bench_startup.py --repeats 15 --baseline /tmp/base --trec-eval /tmp/te/trec_eval
+    python benchmarks/bench_startup.py --repeats 15 --baseline BASE --trec-eval TREC_EVAL
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ once, where the command reads it a part at a time, so its peak RSS is higher.
 The data come from ``benchmarks/gen_trec.py`` and are generated once into ``--data DIR``
 (a fresh temporary directory, removed at the end, when not given):
 
-    python benchmarks/bench_trec.py --data /tmp/trec-bench                  # 5000 x 1000, 300 judged
+    python benchmarks/bench_trec.py --data DIR                   # 5000 x 1000, 300 judged
     python benchmarks/bench_trec.py --queries 200 --docs 100 --judged 30 --repeats 1   # quick check
 """
 
@@ -201,7 +201,7 @@ def _tools(args, qrels: Path, run: Path, scripts: Path, jaxrank_bin: str) -> lis
             )
         )
     if args.baseline:
-        # another jaxrank checkout (e.g. `git worktree add /tmp/base <commit>`), run the way the
+        # another jaxrank checkout (e.g. `git worktree add BASE <commit>`), run the way the
         # console script runs (`jaxrank.cli.main()`), with its sources first on the path (not
         # PYTHONPATH: `python -m` puts the working directory, maybe this checkout, before it)
         base = str(Path(args.baseline).resolve())
