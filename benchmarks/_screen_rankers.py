@@ -23,9 +23,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxrank.ranking._ties import reduce_positions
-from jaxrank.ranking.backend import argsort_descending, sort_key
-from jaxrank.ranking.laplace import LaplaceRanker, LaplaceRanks, _ranks_in_order, _step
-from jaxrank.ranking.pairwise import _scale, _top_gap
+from jaxrank.ranking.laplace import LaplaceRanker, LaplaceRanks, _ranks_in_order, _step, order_and_scale
 from jaxrank.ranking.smooth import _inputs
 
 
@@ -40,11 +38,7 @@ class BandedLaplace(LaplaceRanker):
     def __call__(self, scores, where=None, *, depth=None) -> LaplaceRanks:
         del depth
         x, valid = _inputs(scores, where)
-        n = x.shape[-1]
-        m = jnp.sum(valid, axis=-1, keepdims=True)
-        order = argsort_descending(sort_key(lax.stop_gradient(x), valid))
-        top = jnp.where(jnp.arange(n) < m, jnp.take_along_axis(lax.stop_gradient(x), order, axis=-1), 0)
-        gap = _scale(1.0, _top_gap(top, m, self.top), x, valid)
+        order, gap = order_and_scale(x, valid, 1.0, self.top)
         scale = jnp.clip(self.score_temperature, self.low * gap, self.temperature * gap)
         ranks = _ranks_in_order(x, order, valid, valid, scale)
         return LaplaceRanks(ranks, valid, x, order, scale, self.cutoff_temperature, self.reach)
@@ -113,11 +107,7 @@ class Gapped:
 
     def __call__(self, scores, where=None, *, depth=None):
         x, valid = _inputs(scores, where)
-        n = x.shape[-1]
-        m = jnp.sum(valid, axis=-1, keepdims=True)
-        order = argsort_descending(sort_key(lax.stop_gradient(x), valid))
-        top = jnp.where(jnp.arange(n) < m, jnp.take_along_axis(lax.stop_gradient(x), order, axis=-1), 0)
-        gap = _scale(1.0, _top_gap(top, m, self.top), x, valid)
+        _, gap = order_and_scale(x, valid, 1.0, self.top)
         return self.inner(jnp.where(valid, x / gap, 0), valid)
 
 
@@ -165,14 +155,9 @@ class Spread:
         from jaxrank.ranking.permutation import PermutationRanks
 
         x, valid = _inputs(scores, where)
-        n = x.shape[-1]
-        m = jnp.sum(valid, axis=-1, keepdims=True)
-        order = argsort_descending(sort_key(lax.stop_gradient(x), valid))
-        top = jnp.where(jnp.arange(n) < m, jnp.take_along_axis(lax.stop_gradient(x), order, axis=-1), 0)
-        scale = _scale(self.temperature, _top_gap(top, m, self.top), x, valid)
-        if self.live:
-            top = jnp.where(jnp.arange(n) < m, jnp.take_along_axis(x, order, axis=-1), 0)
-        rows = jnp.arange(n) < m  # [..., n] positions that hold an item
+        order, scale = order_and_scale(x, valid, self.temperature, self.top)
+        rows = jnp.arange(x.shape[-1]) < jnp.sum(valid, axis=-1, keepdims=True)  # [..., n] positions that hold an item
+        top = jnp.where(rows, jnp.take_along_axis(x if self.live else lax.stop_gradient(x), order, axis=-1), 0)
         logits = -jnp.abs(top[..., :, None] - x[..., None, :]) / scale[..., None]
         logits = jnp.where(rows[..., :, None], logits, -jnp.inf)
         perm = jnp.where(valid[..., None, :], jax.nn.softmax(logits, axis=-2), 0)

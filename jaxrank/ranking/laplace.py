@@ -107,6 +107,17 @@ def _ranks_in_order(x: jax.Array, order: jax.Array, valid: jax.Array, member: ja
     return out.reshape(ranks.shape)
 
 
+def order_and_scale(x: jax.Array, valid: jax.Array, temperature: float, top: int) -> tuple[jax.Array, jax.Array]:
+    """The exact descending order of each list's items (valid first) and ``temperature``
+    times the mean gap among its first ``top + 1`` scores, ``[..., 1]`` (held constant in
+    the gradient)."""
+    n = x.shape[-1]
+    m = jnp.sum(valid, axis=-1, keepdims=True)
+    order = argsort_descending(sort_key(lax.stop_gradient(x), valid))
+    first = jnp.where(jnp.arange(n) < m, jnp.take_along_axis(lax.stop_gradient(x), order, axis=-1), 0)
+    return order, _scale(temperature, _top_gap(first, m, top), x, valid)
+
+
 @dataclasses.dataclass(frozen=True)
 class LaplaceRanker:
     """Laplace point ranks at a temperature set by the list's top; see :func:`laplace`."""
@@ -130,11 +141,7 @@ class LaplaceRanker:
     def __call__(self, scores, where=None, *, depth: Optional[int] = None) -> LaplaceRanks:
         del depth  # every rank depends on every score
         x, valid = _inputs(scores, where)
-        n = x.shape[-1]
-        m = jnp.sum(valid, axis=-1, keepdims=True)
-        order = argsort_descending(sort_key(lax.stop_gradient(x), valid))
-        top = jnp.where(jnp.arange(n) < m, jnp.take_along_axis(lax.stop_gradient(x), order, axis=-1), 0)
-        scale = _scale(self.temperature, _top_gap(top, m, self.top), x, valid)
+        order, scale = order_and_scale(x, valid, self.temperature, self.top)
         ranks = _ranks_in_order(x, order, valid, valid, scale)
         return LaplaceRanks(ranks, valid, x, order, scale, self.cutoff_temperature, self.reach)
 
