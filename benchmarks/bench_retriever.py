@@ -65,6 +65,9 @@ where, t) -> loss`` with ``t`` from its grid:
   :data:`TEMPERATURES` when not given, and has at most as many values as InfoNCE's (a row
   without a parameter: one value, ``t`` unused; fewer values, less tuning). ``t`` reaches it
   as a Python number, so it may set a ranker (``laplace(t)``): one compiled loss per value.
+  A loss with a parameter named ``teacher`` (``lambda q, d, p, w, t, teacher: ...``) also
+  gets the frozen encoder's scores of the batch's lists (``[B, M]``; pretrained encoders
+  only), and the expression may use :func:`teacher_positives` to make them graded positives.
 
 Choices, on validation queries only: each (encoder, row) takes the grid value of the best
 mean validation nDCG@10 (at each run's chosen step) over the first seed's runs; every later
@@ -97,6 +100,7 @@ import argparse
 import dataclasses
 import functools
 import hashlib
+import inspect
 import json
 import sys
 import tempfile
@@ -163,6 +167,19 @@ def default(q, d, positives, gains, doc_where, t) -> jax.Array:
     return losses.retrieval_loss(q, d, jaxrank.positives(positives, gains), where=doc_where, temperature=t).mean()
 
 
+def teacher_positives(p: jaxrank.Positives, teacher: jax.Array, where: jax.Array, k: int, beta: float):
+    """``p``'s relevant documents, and each query's ``k`` candidates that the teacher scores
+    highest among the others (real documents not named by ``p``), graded
+    ``beta / log2(1 + j)`` at the teacher's ``j``-th place: the frozen encoder's scores as
+    gains, for a loss that reads grades (``teacher[B, M]``, ``where[M]``)."""
+    others = where[None, :] & ~_relevant(p.indices, teacher.shape[1])
+    _, top = jax.lax.top_k(jnp.where(others, teacher, -jnp.inf), k)
+    real = jnp.take_along_axis(others, top, 1)
+    grades = jnp.where(real, beta / jnp.log2(2.0 + jnp.arange(k)), 0.0)
+    indices = jnp.concatenate([p.indices, jnp.where(real, top, -1)], 1)
+    return jaxrank.positives(indices, jnp.concatenate([p.grades.astype(grades.dtype), grades], 1))
+
+
 @dataclasses.dataclass(frozen=True)
 class Row:
     name: str
@@ -170,6 +187,7 @@ class Row:
     grid: tuple[float, ...]
     describe: str
     static: bool = False  # the grid value reaches the loss as a Python float (a ranker's argument)
+    teacher: bool = False  # the loss reads the frozen encoder's scores (``teacher=``)
 
 
 BUILTIN = {
@@ -180,8 +198,8 @@ BUILTIN = {
 
 
 def _user_loss(fn: Callable) -> tr.LossFn:
-    def loss(q, d, positives, gains, doc_where, t):
-        return jnp.mean(fn(q, d, jaxrank.positives(positives, gains), doc_where, t))
+    def loss(q, d, positives, gains, doc_where, t, **kw):
+        return jnp.mean(fn(q, d, jaxrank.positives(positives, gains), doc_where, t, **kw))
 
     return loss
 
@@ -200,6 +218,7 @@ def parse_row(spec: str) -> Row:
             for n in ("approx", "bound", "laplace", "softrank", "neuralsort", "softsort", "hard", "positives")
         }
     )
+    names["teacher_positives"] = teacher_positives
     try:
         built = eval(expression, {"__builtins__": {}, **names})  # globals: a lambda reads its names there
     except Exception as error:
@@ -207,7 +226,8 @@ def parse_row(spec: str) -> Row:
     fn, grid = built if isinstance(built, tuple) else (built, TEMPERATURES)
     if not callable(fn) or not 1 <= len(grid) <= len(TEMPERATURES):
         raise SystemExit(f"--rows {name}: give a loss, or (loss, grid) with 1 to {len(TEMPERATURES)} grid values")
-    return Row(name.strip(), _user_loss(fn), tuple(float(v) for v in grid), expression.strip(), static=True)
+    teacher = "teacher" in inspect.signature(fn).parameters
+    return Row(name.strip(), _user_loss(fn), tuple(float(v) for v in grid), expression.strip(), True, teacher)
 
 
 # --- the second encoder -----------------------------------------------------------------
@@ -379,8 +399,9 @@ class Runs:
     losses: list[tuple[float, float]] = dataclasses.field(default_factory=list)  # first, last training loss
 
 
-def run_seed(c: Collection, i: int, tokens, model_type, row: Row, t: float, args) -> Runs:
-    """The runs of ``c``'s ``i``-th seed."""
+def run_seed(c: Collection, i: int, tokens, model_type, row: Row, t: float, args, teacher=None) -> Runs:
+    """The runs of ``c``'s ``i``-th seed (``teacher``: the frozen encoder's embeddings of the
+    queries and documents, for a row that reads them)."""
     out, seed = Runs(), c.seeds[i]
     # a command-line row may build a ranker from t, which must then be a Python number: the
     # loss is compiled once per grid value (one partial for every fold); built-in rows trace t
@@ -396,6 +417,7 @@ def run_seed(c: Collection, i: int, tokens, model_type, row: Row, t: float, args
             seed=100 * seed + f,
             tokens=tokens,
             model_type=model_type,
+            teacher=teacher if row.teacher else None,
             **args.model,
         )
         got = test_values(result.best, c.data, tokens, split[2])
@@ -422,12 +444,12 @@ def untrained(c: Collection, tokens, model_type, args) -> list[dict[str, dict[st
     return out
 
 
-def run_row(c: Collection, tokens, model_type, row: Row, args) -> dict:
+def run_row(c: Collection, tokens, model_type, row: Row, args, teacher=None) -> dict:
     """Every grid value on the first seed; the value of the best mean validation nDCG@10 on
     the later seeds."""
     first = {}
     for t in row.grid:
-        first[t] = run_seed(c, 0, tokens, model_type, row, t, args)
+        first[t] = run_seed(c, 0, tokens, model_type, row, t, args, teacher)
         r = first[t]
         print(
             f"    {row.name} T={t}: validation nDCG@10 {np.mean(r.valid):.4f}, steps {'/'.join(map(str, r.steps))}, "
@@ -435,7 +457,8 @@ def run_row(c: Collection, tokens, model_type, row: Row, args) -> dict:
             flush=True,
         )
     chosen = max(row.grid, key=lambda t: np.mean(first[t].valid))  # the first on a tie
-    seeds = [first[chosen]] + [run_seed(c, i, tokens, model_type, row, chosen, args) for i in range(1, len(c.seeds))]
+    later = [run_seed(c, i, tokens, model_type, row, chosen, args, teacher) for i in range(1, len(c.seeds))]
+    seeds = [first[chosen]] + later
     return {"grid": {t: first[t] for t in row.grid}, "chosen": chosen, "seeds": seeds}
 
 
@@ -684,6 +707,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     if args.seeds < 1 or args.folds < 2 or args.steps < 1 or args.refresh < 1 or args.first_seed < 0:
         p.error("--seeds and --steps, --refresh must be positive, --first-seed at least 0, --folds at least 2")
     rows = {} if args.zero_shot else {r.name: r for r in [BUILTIN["infonce"], *map(parse_row, args.rows)]}
+    if any(r.teacher for r in rows.values()) and not set(args.encoders) <= set(PRETRAINED):
+        p.error("--rows: a row that reads teacher= needs a pretrained encoder (its frozen scores are the teacher)")
     args.model = dict(
         batch=args.batch, negatives=args.negatives, lr=args.lr, bits=16, dim=64, doc_length=args.doc_length
     )
@@ -710,12 +735,13 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
                         functools.partial(PRETRAINED[enc], frozen_table),
                         adapter_args,
                     )
+                    teacher = (frozen_table[frozen[0][:, 0]], frozen_table[frozen[1][:, 0]])
                 else:
-                    inputs, model_type, enc_args = tokens, ENCODERS[enc], args
+                    inputs, model_type, enc_args, teacher = tokens, ENCODERS[enc], args, None
                 results[enc] = {"untrained": untrained(c, inputs, model_type, enc_args), "rows": {}}
                 for name, row in rows.items():
                     print(f"  {enc} {name}", flush=True)
-                    results[enc]["rows"][name] = run_row(c, inputs, model_type, row, enc_args)
+                    results[enc]["rows"][name] = run_row(c, inputs, model_type, row, enc_args, teacher)
             text, stats[c.name] = table(c, results, rows, args.resamples)
             seconds = sum(r.seconds for e in results.values() for o in e["rows"].values() for r in o["grid"].values())
             seconds += sum(r.seconds for e in results.values() for o in e["rows"].values() for r in o["seeds"][1:])

@@ -305,7 +305,8 @@ class Batch:
     """One step's lists: ``queries[B, Lq]`` and ``docs[M, Ld]`` (token ids; padding rows are
     0), ``positives[B, R]`` (indices into the M documents, -1 pads), ``gains[B, R]``,
     ``doc_where[M]`` (the real documents); which they are: ``query_rows[B]`` (rows of the
-    trainer's queries), ``doc_rows[M]`` (corpus rows, -1 pads)."""
+    trainer's queries), ``doc_rows[M]`` (corpus rows, -1 pads); ``teacher[B, M]``, a frozen
+    teacher's scores of the lists (0 on padding), when the trainer has a teacher."""
 
     queries: np.ndarray
     docs: np.ndarray
@@ -314,6 +315,7 @@ class Batch:
     doc_where: np.ndarray
     query_rows: np.ndarray
     doc_rows: np.ndarray
+    teacher: Optional[np.ndarray] = None
 
 
 #: ``loss(query_embeddings[B, d], doc_embeddings[M, d], positives[B, R], gains[B, R],
@@ -347,6 +349,8 @@ class Trainer:
     the collection's queries plus ``batch * negatives``, at most the corpus (a batch's
     documents are distinct: NFCorpus's 16 largest counts add up to 15,219 of its 3,633
     documents), so every step has one shape and compiles once, whichever queries train.
+    ``teacher``: a frozen encoder's embeddings of every query and of the corpus
+    (``[Q_all, d]``, ``[N, d]``); each batch then carries its scores of the batch's lists.
     """
 
     data: Beir
@@ -355,6 +359,7 @@ class Trainer:
     doc_ids: np.ndarray  # [N, Ld] token ids of the corpus
     batch: int
     negatives: int
+    teacher: Optional[tuple[np.ndarray, np.ndarray]] = None
 
     def __post_init__(self) -> None:
         self.pos = Judged.of(self.data, self.queries).positives()
@@ -391,7 +396,11 @@ class Trainer:
             positives[b, : ids.size] = np.searchsorted(docs, ids)
             gains[b, : ids.size] = g
         doc_tokens = np.where(doc_where[:, None], self.doc_ids[np.maximum(rows, 0)], 0)
-        return Batch(self.query_ids[chosen], doc_tokens, positives, gains, doc_where, chosen, rows)
+        teacher = None
+        if self.teacher is not None:
+            query_emb, doc_emb = self.teacher
+            teacher = (query_emb[self.queries[chosen]] @ doc_emb[np.maximum(rows, 0)].T) * doc_where
+        return Batch(self.query_ids[chosen], doc_tokens, positives, gains, doc_where, chosen, rows, teacher)
 
 
 @nnx.jit(static_argnames="loss_fn")
@@ -399,7 +408,8 @@ def train_step(
     model: Encoder, optimizer: nnx.Optimizer, batch: Batch, loss_fn: LossFn, loss_args: tuple = ()
 ) -> jax.Array:
     """One Adam step on ``loss_fn`` of the batch's embeddings; ``loss_args`` (traced: a
-    temperature) follow its five arguments, so that changing them does not recompile."""
+    temperature) follow its five arguments, so that changing them does not recompile; the
+    teacher's scores, when the batch has them, come as ``teacher=``."""
 
     def loss(m: Encoder) -> jax.Array:
         # Queries and documents through one call: on XLA:CPU two embedding lookups of one
@@ -408,7 +418,8 @@ def train_step(
         queries = jnp.pad(batch.queries, ((0, 0), (0, length - batch.queries.shape[-1])))
         both = m(jnp.concatenate([queries, batch.docs]))
         n = batch.queries.shape[0]
-        return loss_fn(both[:n], both[n:], batch.positives, batch.gains, batch.doc_where, *loss_args)
+        teacher = {} if batch.teacher is None else {"teacher": batch.teacher}
+        return loss_fn(both[:n], both[n:], batch.positives, batch.gains, batch.doc_where, *loss_args, **teacher)
 
     value, grads = nnx.value_and_grad(loss)(model)
     optimizer.update(model, grads)
@@ -486,6 +497,7 @@ def train(
     seed: int = 0,
     tokens: Optional[tuple[np.ndarray, np.ndarray]] = None,
     model_type: Callable[..., nnx.Module] = Encoder,
+    teacher: Optional[tuple[np.ndarray, np.ndarray]] = None,
 ) -> Result:
     """Trains a ``model_type(bits, dim, rngs=...)`` (an :class:`Encoder`) on the training
     queries of ``splits`` that have a relevant document, with ``loss_fn`` (its extra
@@ -494,7 +506,9 @@ def train(
     Every ``refresh`` steps (and before the first), the corpus is encoded once: the
     validation queries are evaluated on it and the hard negatives mined from it. The model
     of the best validation nDCG@10 is kept (the earliest on a tie). ``tokens``: the
-    featurized ``(queries, docs)``, when the caller already has them.
+    featurized ``(queries, docs)``, when the caller already has them. ``teacher``: a frozen
+    encoder's embeddings of every query and document, whose scores of each batch's lists reach
+    ``loss_fn`` as ``teacher=`` (:class:`Trainer`).
     """
     start = time.perf_counter()
     train_q, valid_q, _ = splits
@@ -502,7 +516,7 @@ def train(
     if len(train_q) < batch:
         raise ValueError(f"{len(train_q)} training queries with a relevant document: fewer than a batch of {batch}")
     query_tokens, doc_tokens = tokens if tokens is not None else featurize_all(data, bits, doc_length)
-    trainer = Trainer(data, train_q, query_tokens[train_q], doc_tokens, batch, negatives)
+    trainer = Trainer(data, train_q, query_tokens[train_q], doc_tokens, batch, negatives, teacher)
     valid = Judged.of(data, valid_q)
     model = model_type(bits, dim, rngs=nnx.Rngs(seed))
     optimizer = nnx.Optimizer(model, adam(lr), wrt=nnx.Param)

@@ -92,6 +92,43 @@ def test_rows_from_the_command_line():
             br.parse_row(bad)
 
 
+def test_teacher_positives_add_the_teachers_top_k_of_the_other_documents():
+    rng = np.random.default_rng(3)
+    teacher = rng.normal(size=(2, 7)).astype(np.float32)
+    where = np.array([True] * 6 + [False])
+    teacher[:, 6] = 9.0  # padding: never a teacher's positive, whatever its score
+    p = br.jaxrank.positives(jnp.asarray([[1, 4], [0, -1]]), jnp.asarray([[2, 1], [1, 0]]))
+    got = br.teacher_positives(p, jnp.asarray(teacher), jnp.asarray(where), 3, 0.5)
+    for b, (named, grades) in enumerate((([1, 4], [2, 1]), ([0], [1]))):
+        others = [j for j in range(6) if j not in named]
+        top = sorted(others, key=lambda j: -teacher[b, j])[:3]
+        want = dict(zip(named, grades))
+        want.update({j: 0.5 / np.log2(2 + place) for place, j in enumerate(top)})
+        dense = np.asarray(got.dense(7))[b]
+        np.testing.assert_allclose(dense, [want.get(j, 0.0) for j in range(7)], rtol=1e-6)
+    # fewer other documents than k: only the real ones
+    few = np.asarray(
+        br.teacher_positives(p, jnp.asarray(teacher), jnp.asarray([True] * 3 + [False] * 4), 3, 0.5).dense(7)
+    )
+    assert (few[0, [0, 2]] > 0).all() and few[0, 1] == 2 and few[0, 4] == 1 and (few[0, [3, 5, 6]] == 0).all()
+
+
+def test_a_row_that_reads_the_teacher_needs_a_pretrained_encoder(capsys):
+    row = br.parse_row(
+        "distill=(lambda q, d, p, w, t, teacher: losses.retrieval_loss(q, d, teacher_positives(p, teacher, w, 2, t),"
+        " where=w), (0.25,))"
+    )
+    assert row.teacher and not br.parse_row("default").teacher
+    q, d, positives, where = _toy()
+    gains = np.where(positives >= 0, 1, 0)
+    args = (jnp.asarray(q), jnp.asarray(d), jnp.asarray(positives), jnp.asarray(gains), jnp.asarray(where), 0.25)
+    value = row.loss(*args, teacher=jnp.asarray(q @ d.T))
+    assert np.isfinite(value) and 0 <= value <= 1
+    with pytest.raises(SystemExit):
+        br.main(["--quick", "--rows", "distill=" + row.describe])
+    assert "needs a pretrained encoder" in capsys.readouterr().err
+
+
 def _small_cranfield(folder: Path, docs: int) -> tuple[beir_layout.Collection, Path]:
     """Cranfield's first 24 queries over its first ``docs`` documents, written in BEIR's
     layout to ``folder``: a collection small enough for a run of seconds."""
@@ -221,7 +258,8 @@ def test_pretrained_adapters_train_from_their_zero_shot_row(tmp_path, monkeypatc
     argv += ["--cache", str(tmp_path / "cache"), "--resamples", "100"]
     zero = br.main([*argv, "--zero-shot"])["small"]
     assert "| minilm-linear | zero-shot |" in capsys.readouterr().out
-    out = br.main([*argv, "--rows", "default", "--steps", "4", "--refresh", "2", "--batch", "4"])["small"]
+    distill = "distill=(lambda q, d, p, w, t, teacher: losses.retrieval_loss(q, d, teacher_positives(p, teacher, w, 2, t), where=w), (0.5,))"
+    out = br.main([*argv, "--rows", "default", distill, "--steps", "4", "--refresh", "2", "--batch", "4"])["small"]
     printed = capsys.readouterr().out
     assert "| minilm-mlp | zero-shot |" in printed and "| minilm-mlp | default |" in printed
     # every trained row against the zero-shot encoder: its Δ is the difference of the two means
@@ -230,10 +268,10 @@ def test_pretrained_adapters_train_from_their_zero_shot_row(tmp_path, monkeypatc
     ]
     means = {(c[0], c[1]): float(c[5]) for c in cells if len(c) == 11}
     deltas = {(c[0], c[1]): float(c[2].split()[0]) for c in cells if len(c) == 6}
-    assert set(deltas) == {(e, r) for e in ("minilm-linear", "minilm-mlp") for r in ("infonce", "default")}
+    assert set(deltas) == {(e, r) for e in ("minilm-linear", "minilm-mlp") for r in ("infonce", "default", "distill")}
     for (enc, row), delta in deltas.items():
         assert delta == pytest.approx(means[enc, row] - means[enc, "zero-shot"], abs=2e-4)
     for enc in ("minilm-linear", "minilm-mlp"):
         assert zero[enc]["rows"] == {} and zero[enc]["untrained"] == out[enc]["untrained"]
-        assert set(out[enc]["rows"]) == {"infonce", "default"}
+        assert set(out[enc]["rows"]) == {"infonce", "default", "distill"}
     assert len(list((tmp_path / "cache").glob("*.npy"))) == 1

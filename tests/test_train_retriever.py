@@ -7,6 +7,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -83,6 +84,34 @@ def test_batches_hold_every_positive_and_negatives_that_are_not_relevant(data):
             assert sorted(batch.doc_rows[batch.positives[b][named]].tolist()) == sorted(ids.tolist())
             assert sorted(batch.gains[b][named].tolist()) == sorted(gains.tolist())
             assert set(trainer.hard[i].tolist()) <= set(rows.tolist())
+
+
+def test_a_batch_carries_its_teachers_scores_and_the_step_passes_them_to_the_loss(data):
+    train, _, _ = tr.split_queries(225)
+    queries, docs = tr.featurize_all(data, 8, 16)
+    rng = np.random.default_rng(1)
+    teacher = (rng.normal(size=(225, 6)).astype(np.float32), rng.normal(size=(1400, 6)).astype(np.float32))
+    trainer = tr.Trainer(data, train, queries[train], docs, batch=4, negatives=2, teacher=teacher)
+    model = tr.Encoder(8, 4, rngs=tr.nnx.Rngs(0))
+    trainer.mine(model)
+    batch = trainer.sample(np.random.default_rng(0))
+    assert batch.teacher.shape == (4, trainer.capacity)
+    for b, i in enumerate(batch.query_rows):
+        for m, row in enumerate(batch.doc_rows):
+            want = teacher[0][train[i]] @ teacher[1][row] if row >= 0 else 0.0
+            assert batch.teacher[b, m] == pytest.approx(want, abs=1e-5)
+    seen = []
+
+    def loss(q, d, positives, gains, doc_where, teacher):
+        seen.append(teacher.shape)
+        return jnp.mean(q @ d.T * teacher)
+
+    optimizer = tr.nnx.Optimizer(model, tr.adam(1e-3), wrt=tr.nnx.Param)
+    assert np.isfinite(float(tr.train_step(model, optimizer, batch, loss)))
+    assert seen == [(4, trainer.capacity)]
+    plain = tr.Trainer(data, train, queries[train], docs, batch=4, negatives=2)
+    plain.mine(model)
+    assert plain.sample(np.random.default_rng(0)).teacher is None  # no teacher: no keyword either
 
 
 def test_batch_capacity_is_at_most_the_corpus(tmp_path):
