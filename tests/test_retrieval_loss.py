@@ -266,10 +266,13 @@ def test_retrieval_loss_with_documents_sharded_over_8_devices_equals_one_device(
         for ranker, k, d, idx in [
             (None, 10, d, idx), (jaxrank.approx(), None, d, idx), (jaxrank.softrank(), 10, d, idx),
             (None, 10, d48, idx48), (None, 10, d_tied, idx), (jaxrank.bound(), None, d, idx),
-            ("pairs", None, d, idx),
+            ("pairs", None, d, idx), ("log", None, d, idx),
         ]:
             where_d = where[: d.shape[0]]
-            kw = dict(ranker=jaxrank.bound(), per_positive=True) if ranker == "pairs" else dict(ranker=ranker)
+            kw = {
+                "pairs": dict(ranker=jaxrank.bound(), per_positive=True),
+                "log": dict(metric=jaxrank.reciprocal_rank, log=True),
+            }.get(ranker, dict(ranker=ranker))
             def one(q, d, idx=idx, where_d=where_d, kw=kw, k=k):
                 return losses.retrieval_loss(q, d, idx, grades=grades, k=k, where=where_d, **kw)
             def sharded(q, d, idx=idx, where_d=where_d, kw=kw, k=k):
@@ -289,8 +292,9 @@ def test_retrieval_loss_with_documents_sharded_over_8_devices_equals_one_device(
     assert out.strip().endswith("ok")
 
 
+@pytest.mark.parametrize("log", [False, True], ids=["one_minus", "log"])
 @pytest.mark.parametrize("ranker, k", [(jaxrank.bound(), None), (jaxrank.laplace(), 10)], ids=["bound", "laplace"])
-def test_per_positive_is_one_list_per_pair_without_the_other_relevant_candidates(ranker, k):
+def test_per_positive_is_one_list_per_pair_without_the_other_relevant_candidates(ranker, k, log):
     rng = np.random.default_rng(5)
     q = jnp.asarray(rng.normal(size=(6, 8)), jnp.float32)
     d = jnp.asarray(rng.normal(size=(50, 8)), jnp.float32)
@@ -299,7 +303,9 @@ def test_per_positive_is_one_list_per_pair_without_the_other_relevant_candidates
     where = jnp.asarray(rng.random(50) < 0.9).at[:11].set(True)
 
     def pairs(q, d):
-        return losses.retrieval_loss(q, d, idx, grades=grades, ranker=ranker, k=k, where=where, per_positive=True)
+        return losses.retrieval_loss(
+            q, d, idx, grades=grades, ranker=ranker, k=k, where=where, per_positive=True, log=log
+        )
 
     def explicit(q, d):
         # each (query, relevant document) pair as its own query, its other relevant documents masked
@@ -311,12 +317,15 @@ def test_per_positive_is_one_list_per_pair_without_the_other_relevant_candidates
                     named[j] = max(named.get(j, 0), g)
             total, weighted = 0, 0.0
             for j, g in named.items():
+                if g == 0:  # weight 0 (its log-loss is that of a metric of 0)
+                    continue
                 w = where & ~jnp.isin(
                     jnp.arange(50), jnp.asarray([o for o, h in named.items() if o != j and h > 0], int)
                 )
                 loss = losses.retrieval_loss(q[i : i + 1], d, [[j]], grades=[[g]], ranker=ranker, k=k, where=w)[0]
+                loss = -jnp.log(1 - loss) if log else loss
                 total, weighted = total + g, weighted + g * loss
-            out.append(weighted / total if total else jnp.float32(1.0))
+            out.append(weighted / total if total else jnp.float32(0.0 if log else 1.0))
         return jnp.stack(out)
 
     np.testing.assert_allclose(np.asarray(pairs(q, d)), np.asarray(explicit(q, d)), rtol=1e-5, atol=1e-6)
@@ -326,10 +335,30 @@ def test_per_positive_is_one_list_per_pair_without_the_other_relevant_candidates
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
     one = idx[:, :1].copy()  # one relevant document each: the pairs are the queries
     np.testing.assert_allclose(
-        np.asarray(losses.retrieval_loss(q, d, one, ranker=ranker, k=k, per_positive=True)),
-        np.asarray(losses.retrieval_loss(q, d, one, ranker=ranker, k=k)),
+        np.asarray(losses.retrieval_loss(q, d, one, ranker=ranker, k=k, per_positive=True, log=log)),
+        np.asarray(losses.retrieval_loss(q, d, one, ranker=ranker, k=k, log=log)),
         rtol=1e-6,
     )
+
+
+@pytest.mark.parametrize("metric", [jaxrank.ndcg, jaxrank.reciprocal_rank], ids=["ndcg", "rr"])
+def test_log_is_the_metrics_log_loss_an_upper_bound_of_one_minus_it(metric):
+    rng = np.random.default_rng(7)
+    q = jnp.asarray(rng.normal(size=(8, 16)), jnp.float32)
+    d = jnp.asarray(rng.normal(size=(300, 16)), jnp.float32)
+    one = np.arange(8)[:, None] * 7
+    plain = losses.retrieval_loss(q, d, one, metric=metric)
+    logged = losses.retrieval_loss(q, d, one, metric=metric, log=True)
+    np.testing.assert_allclose(np.asarray(logged), -np.log(1 - np.asarray(plain)), rtol=1e-5)
+    assert (np.asarray(logged) >= np.asarray(plain)).all()
+    # a relevant document ranked at the bottom: 1 - metric saturates, its log-loss does not
+    far = losses.retrieval_loss(q, jnp.concatenate([d, -q]), 300 + np.arange(8)[:, None], metric=metric, log=True)
+    assert (np.asarray(far) > np.asarray(logged)).all() and (np.asarray(far) > 2).all()
+    # no relevant document: 0, and no gradient from it; under jit the gradient is finite
+    none = np.full((8, 2), -1)
+    assert (np.asarray(losses.retrieval_loss(q, d, none, metric=metric, log=True)) == 0).all()
+    g = jax.jit(jax.grad(lambda q: losses.retrieval_loss(q, d, one, metric=metric, log=True).mean()))(q)
+    assert np.isfinite(np.asarray(g)).all() and float(jnp.abs(g).sum()) > 0
 
 
 @pytest.mark.parametrize(

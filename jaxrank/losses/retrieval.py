@@ -47,6 +47,7 @@ def retrieval_loss(
     block: Optional[int] = None,
     axis_name: Optional[str] = None,
     per_positive: bool = True,
+    log: bool = False,
     **metric_kwargs,
 ) -> jax.Array:
     """``1 - metric`` of each query's list of documents, ranked by ``queries @ documents.T``.
@@ -103,6 +104,11 @@ def retrieval_loss(
         from being pulled together. False: one list per query, every relevant candidate in
         it (the metric's own treatment of several relevant items). A ranker whose
         temperature follows the list takes it from the query's whole list.
+      log: each list's loss is ``-log(metric)`` (the metric's log-loss, an upper bound of
+        ``1 - metric``) instead of ``1 - metric``: it grows without bound as a relevant
+        candidate falls, so one far down keeps its gradient (with ``reciprocal_rank``, the
+        log of the rank, as InfoNCE's ``-log p`` is the log of a soft rank). A query without a
+        relevant candidate: 0.
       **metric_kwargs: passed to the metric (``gain``, ``rel``, ...).
 
     Returns:
@@ -121,6 +127,8 @@ def retrieval_loss(
       [0.6887, 0.6887, 0.6887, 0.6887]
       >>> [round(float(v), 4) for v in losses.retrieval_loss(q, d, [[1], [0], [3], [2]], temperature=0.1)]  # 90 T below one
       [0.8591, 0.8591, 0.8591, 0.8591]
+      >>> [round(float(v), 4) for v in losses.retrieval_loss(q, d, [[1], [0], [3], [2]], log=True)]  # -log(1 - 0.6887)
+      [1.167, 1.167, 1.167, 1.167]
     """
     queries, documents = _checks.embeddings(queries, documents, "documents", "M")
     n_queries, local = queries.shape[0], documents.shape[0]
@@ -160,9 +168,10 @@ def retrieval_loss(
         scores = jnp.matmul(q, documents.T, preferred_element_type=jnp.float32)
         w = shared if w is None else w
         if per_positive:
-            return _per_positive(metric, scores, Positives(idx, g), w, kwargs, axis_name)
+            return _per_positive(metric, scores, Positives(idx, g), w, kwargs, axis_name, log)
         given = dict(kwargs) if w is None else dict(kwargs, where=w)
-        return 1 - evaluate(metric, scores, Positives(idx, g), given, axis_name)
+        values = _list_loss(evaluate(metric, scores, Positives(idx, g), given, axis_name), log)
+        return jnp.where(jnp.any((idx >= 0) & (g > 0), axis=-1), values, 0.0) if log else values
 
     def blocks(x):
         return None if x is None else x.reshape((n_queries // block, block) + x.shape[1:])
@@ -171,9 +180,20 @@ def retrieval_loss(
     return out.reshape(n_queries)
 
 
-def _per_positive(metric, scores, pos: Positives, where, kwargs: dict, axis_name: Optional[str]) -> jax.Array:
-    """``[B]``: the grade-weighted mean over each query's pairs of ``1 - metric`` of the
-    pair's list, ``scores[B, M]`` with the query's other relevant candidates masked out."""
+def _list_loss(metric: jax.Array, log: bool) -> jax.Array:
+    """``1 - metric``, or ``-log(metric)`` (``metric`` kept above the dtype's smallest normal
+    number: a metric of 0 gives a large finite loss without a gradient)."""
+    if not log:
+        return 1 - metric
+    return -jnp.log(jnp.maximum(metric, jnp.finfo(metric.dtype).tiny))
+
+
+def _per_positive(
+    metric, scores, pos: Positives, where, kwargs: dict, axis_name: Optional[str], log: bool = False
+) -> jax.Array:
+    """``[B]``: the grade-weighted mean over each query's pairs of ``1 - metric`` (or
+    ``-log(metric)``) of the pair's list, ``scores[B, M]`` with the query's other relevant
+    candidates masked out."""
     b, r = pos.indices.shape
     local = scores.shape[-1]
     over_temperature = getattr(kwargs["ranker"], "over_temperature", None)
@@ -190,11 +210,12 @@ def _per_positive(metric, scores, pos: Positives, where, kwargs: dict, axis_name
         keep &= jnp.broadcast_to(where, (b, local))[:, None, :]
     pairs = Positives(pos.indices.reshape(b * r, 1), pos.grades.reshape(b * r, 1))
     lists = jnp.broadcast_to(scores[:, None, :], (b, r, local)).reshape(b * r, local)
-    losses = 1 - evaluate(metric, lists, pairs, dict(kwargs, where=keep.reshape(b * r, local)), axis_name)
+    values = evaluate(metric, lists, pairs, dict(kwargs, where=keep.reshape(b * r, local)), axis_name)
+    losses = _list_loss(values, log)
     weights = jnp.where(pos.valid, pos.grades, 0).astype(losses.dtype)
     total = jnp.sum(weights, axis=-1)
     weighted = jnp.sum(weights * losses.reshape(b, r), axis=-1) / jnp.where(total > 0, total, 1)
-    return jnp.where(total > 0, weighted, 1)  # no relevant candidate: the metric's 0
+    return jnp.where(total > 0, weighted, 0.0 if log else 1.0)  # no relevant candidate: the metric's 0
 
 
 def _as_positives(positives, grades, n_queries: int) -> Positives:
