@@ -125,6 +125,7 @@ import train_retriever as tr  # noqa: E402
 
 import jaxrank  # noqa: E402
 from jaxrank import losses  # noqa: E402
+from jaxrank.ranking.backend import top_k_order_of_scores  # noqa: E402
 
 TEMPERATURES = (0.02, 0.05, 0.1, 0.2, 0.5)  # every row's grid, unless it gives its own
 MEASURES = ("ndcg_cut.10", "recall.100")
@@ -173,7 +174,7 @@ def teacher_positives(p: jaxrank.Positives, teacher: jax.Array, where: jax.Array
     ``beta / log2(1 + j)`` at the teacher's ``j``-th place: the frozen encoder's scores as
     gains, for a loss that reads grades (``teacher[B, M]``, ``where[M]``)."""
     others = where[None, :] & ~_relevant(p.indices, teacher.shape[1])
-    _, top = jax.lax.top_k(jnp.where(others, teacher, -jnp.inf), k)
+    top, _ = top_k_order_of_scores(teacher, k, others)  # the library's top k, ties by index
     real = jnp.take_along_axis(others, top, 1)
     grades = jnp.where(real, beta / jnp.log2(2.0 + jnp.arange(k)), 0.0)
     indices = jnp.concatenate([p.indices, jnp.where(real, top, -1)], 1)

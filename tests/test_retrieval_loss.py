@@ -359,6 +359,11 @@ def test_log_is_the_metrics_log_loss_an_upper_bound_of_one_minus_it(metric):
     assert (np.asarray(losses.retrieval_loss(q, d, none, metric=metric, log=True)) == 0).all()
     g = jax.jit(jax.grad(lambda q: losses.retrieval_loss(q, d, one, metric=metric, log=True).mean()))(q)
     assert np.isfinite(np.asarray(g)).all() and float(jnp.abs(g).sum()) > 0
+    # under vmap over two batches of queries: each batch's values
+    mapped = jax.vmap(lambda q, p: losses.retrieval_loss(q, d, p, metric=metric, log=True))(
+        q.reshape(2, 4, 16), one.reshape(2, 4, 1)
+    )
+    np.testing.assert_allclose(np.asarray(mapped).ravel(), np.asarray(logged), rtol=1e-5)
 
 
 @pytest.mark.parametrize(
