@@ -55,7 +55,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import functools
 import json
 import math
 import sys
@@ -75,6 +74,7 @@ sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import _machine  # noqa: E402
 import _peer_losses  # noqa: E402
+import _peers  # noqa: E402
 import train_ltr  # noqa: E402
 
 import jaxrank  # noqa: E402
@@ -90,15 +90,6 @@ QUICK = dict(steps=4, eval_every=2, hidden=8, queries=4, trees=4)
 
 
 # ----------------------------------------------------------------------------- rows
-def _rax():
-    """rax 0.4, importable on a jax without ``jax.util.wraps`` (as benchmarks/bench_losses.py)."""
-    if not hasattr(jax, "util") or not hasattr(jax.util, "wraps"):
-        import types
-
-        jax.util = types.SimpleNamespace(wraps=lambda f, **_: functools.wraps(f))
-    import rax
-
-    return rax
 
 
 def _mean_over_lists(per_list: Callable) -> Callable:
@@ -126,7 +117,7 @@ def _jaxrank(name: str, **options):
 
 def _rax_loss(name: str, **options):
     def objective(s, y, w):
-        rax = _rax()
+        rax = _peers.rax()
         extra = {k: getattr(rax, v) for k, v in options.items()}
         return getattr(rax, name)(s, y, where=w, **extra)
 

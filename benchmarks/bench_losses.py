@@ -30,7 +30,6 @@ import os
 import statistics
 import sys
 import time
-import types
 from collections.abc import Callable
 
 import jax
@@ -43,18 +42,10 @@ from jaxrank.compat import rax as jr
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _machine  # noqa: E402
+import _peers  # noqa: E402
 
 #: A loss of (scores, labels, where, segments) to one number.
 Loss = Callable[..., jax.Array]
-
-
-def _rax():
-    # rax's transformations decorate with jax.util.wraps, which current jax lacks.
-    if not hasattr(jax, "util") or not hasattr(jax.util, "wraps"):
-        jax.util = types.SimpleNamespace(wraps=lambda f, **_: functools.wraps(f))
-    import rax
-
-    return rax
 
 
 def _native(loss, use_where: bool, use_segments: bool, **options) -> Loss:
@@ -82,7 +73,7 @@ def _pairwise_case(name: str, native, compat, theirs, use_where=False, use_segme
     flags = (use_where, use_segments)
     native_lw = dict(lambdaweight=lambdaweights.dcg) if dcg else {}
     compat_lw = dict(lambdaweight_fn=jr.dcg_lambdaweight) if dcg else {}
-    rax_lw = dict(lambdaweight_fn=_rax().dcg_lambdaweight) if dcg else {}
+    rax_lw = dict(lambdaweight_fn=_peers.rax().dcg_lambdaweight) if dcg else {}
     return name, (
         _native(native, *flags, **native_lw),
         _rax_style(compat, *flags, **compat_lw),
@@ -92,7 +83,7 @@ def _pairwise_case(name: str, native, compat, theirs, use_where=False, use_segme
 
 def cases() -> dict[str, tuple[Loss, Loss, Loss]]:
     """name -> (jaxrank.losses, compat.rax, rax)."""
-    rax = _rax()
+    rax = _peers.rax()
     logistic = (losses.pairwise_logistic, jr.pairwise_logistic_loss, rax.pairwise_logistic_loss)
     approx = jaxrank.approx(1.0, units="score")
     out = dict(

@@ -25,6 +25,8 @@ without repetition), and the value and gradient of the mean loss in both embeddi
   the ``[Q, M]`` matrix never held;
 * ``temperature``: the same at InfoNCE's temperature, ``temperature=0.05`` (as an InfoNCE
   user calls it: no top of the list to take);
+* ``logrr``: the same with ``ranker=jaxrank.bound(1.0, top=10), metric=jaxrank.reciprocal_rank,
+  log=True`` (the log of each pair's bound rank, the recipe for a pretrained encoder);
 * ``approx``: the same with ``ranker=jaxrank.approx(), k=None`` (each relevant item's rank a
   sum over the list, no cutoff);
 * ``dense``: ``losses.metric_loss(q @ D.T, labels, k=10)`` with the labels dense, the
@@ -65,6 +67,7 @@ ROWS = (
     "softmax",
     "default",
     "temperature",
+    "logrr",
     "approx",
     "dense",
     "rax_approx_ndcg",
@@ -108,6 +111,11 @@ def _loss(row: str, positives, n_docs: int):
         return lambda q, d: losses.retrieval_loss(q, d, positives).mean()
     if row == "temperature":
         return lambda q, d: losses.retrieval_loss(q, d, positives, temperature=0.05).mean()
+    if row == "logrr":
+        ranker = jaxrank.bound(1.0, top=10)
+        return lambda q, d: losses.retrieval_loss(
+            q, d, positives, ranker=ranker, metric=jaxrank.reciprocal_rank, log=True
+        ).mean()
     if row == "approx":
         return lambda q, d: losses.retrieval_loss(q, d, positives, ranker=jaxrank.approx(), k=None).mean()
     if row == "dense":
@@ -122,8 +130,9 @@ def _loss(row: str, positives, n_docs: int):
         return pairs_floor
     if row == "sort_floor":
         return lambda q, d: jnp.mean(jnp.sort(q @ d.T, axis=-1) * jnp.linspace(1.0, 0.0, n_docs))
-    import rax
+    import _peers
 
+    rax = _peers.rax()
     if row == "rax_approx_ndcg":
         ndcg = rax.approx_t12n(rax.ndcg_metric)
         return lambda q, d: -ndcg(q @ d.T, labels, topn=10)
