@@ -128,7 +128,7 @@ def gbdt_objective(
     gives neither ``ranker`` nor ``k`` nor another metric: :func:`tree_default`), the objective
     is the one chosen for trees on validation queries: ``metric_loss(..., ranker=approx(1.0),
     k=10)`` with ``hessian="hutchinson"`` unless ``hessian=`` is given (level with LightGBM's
-    LambdaMART on its LambdaRank data, above it on MQ2008; docs/training.md has the numbers
+    LambdaMART on its LambdaRank data, above it on MQ2008; docs/reports/letor.md has the numbers
     and the command). A ranker or ``k`` you give is kept as given; ``objective.loss`` is the
     loss used.
 

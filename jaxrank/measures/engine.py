@@ -122,7 +122,7 @@ class Compiled:
 
     def __call__(self, scores, rr, where, judgments, judgments_where) -> list[np.ndarray]:
         # Waits for the result: two executions holding the sort's host callback, in flight
-        # at once, deadlocked in an experiment (docs/trec.md); overlapping them gained nothing.
+        # at once, deadlocked in an experiment (docs/trec_internals.md); overlapping them gained nothing.
         arrays = (scores, rr, where, judgments, judgments_where)
         try:
             ranks, ideals, first_out = self._sort(*arrays)

@@ -196,7 +196,7 @@ class _Stream:
     each whole slice of ``shape[0]`` queries becomes a job of one worker thread, which pads
     it and runs the computation compiled for ``shape`` while the main thread parses the next
     part. One execution at a time (two in flight can deadlock on the sort's host callback;
-    docs/trec.md), and only the running job's padded copy exists at any time. A query with
+    docs/trec_internals.md), and only the running job's padded copy exists at any time. A query with
     more documents or judgments than ``shape`` holds stops the stream: :func:`_group` then
     evaluates every query after the reading, as without a stream. The values do not depend
     on the slice a query is evaluated in, nor on its padding.
