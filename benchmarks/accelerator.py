@@ -424,8 +424,9 @@ def soft_rows(sizes: Sizes) -> list[Row]:
 
 
 def retrieval_rows(sizes: Sizes, n_queries: int, n_docs: int) -> list[Row]:
-    """Value + gradient (both embeddings) of losses.retrieval_loss, default (soft nDCG@10) and
-    approx without a cutoff, beside InfoNCE (log-softmax of the scores over 0.05 at each
+    """Value + gradient (both embeddings) of losses.retrieval_loss, default (soft nDCG@10),
+    approx without a cutoff and the log of the rank (``log=True`` with reciprocal rank at
+    ``bound(1.0, top=10)``, the fine-tuning recipe), beside InfoNCE (log-softmax of the scores over 0.05 at each
     query's positive: optax's softmax_cross_entropy_with_integer_labels, written here).
     One positive per query; the status gives XLA's memory of each program (arguments +
     outputs + temporaries)."""
@@ -448,6 +449,9 @@ def retrieval_rows(sizes: Sizes, n_queries: int, n_docs: int) -> list[Row]:
         "default": lambda q, d, p: losses.retrieval_loss(q, d, p[:, None]).mean(),
         "approx, no cutoff": lambda q, d, p: losses.retrieval_loss(
             q, d, p[:, None], ranker=jaxrank.approx(), k=None
+        ).mean(),
+        "log of the rank": lambda q, d, p: losses.retrieval_loss(
+            q, d, p[:, None], ranker=jaxrank.bound(1.0, top=10), metric=jaxrank.reciprocal_rank, log=True
         ).mean(),
     }
     size = f"{n_queries} q x {n_docs} docs x {sizes.dim}"
