@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the model is read from a folder: nothing to download
-from sentence_transformers import SentenceTransformer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
@@ -23,8 +22,10 @@ CRANFIELD = ROOT / "tests" / "data" / "cranfield"
 
 
 def texts() -> list[str]:
-    """About 300 texts: Cranfield's queries and abstracts, pairs of abstracts (past 256
-    tokens), single words, empty and blank texts, punctuation, accents, scripts, emoji."""
+    """112 texts: Cranfield's queries and abstracts, pairs of abstracts (past 256
+    tokens), single words, empty and blank texts, punctuation, accents, scripts, emoji. Sorted
+    by length they fill four batches of 32 (buckets 256, 176, 32 and 16 tokens): every kind of
+    text at a third of the tokens and half the compiles of the 300 texts once used."""
     data = tr.load_cranfield(CRANFIELD)
     docs = data.texts
     special = [
@@ -59,8 +60,8 @@ def texts() -> list[str]:
         "hyper-sonic, super-critical, non-linear; boundary-layer/shock interaction",
         "http://example.org/path?q=1&r=2 user@example.com #hashtag @mention",
     ]
-    long = [docs[i] + " " + docs[i + 1] for i in range(0, 120, 3)]
-    return special + data.queries[:100] + docs[:130] + long
+    long = [docs[i] + " " + docs[i + 1] for i in range(0, 36, 3)]
+    return special + data.queries[:30] + docs[:40] + long
 
 
 @pytest.fixture(scope="module")
@@ -73,18 +74,22 @@ def model_dir(tmp_path_factory) -> Path:
 
 
 def test_embeddings_equal_sentence_transformers(model_dir):
+    # imported here, not at collection: sentence-transformers (transformers) takes seconds to
+    # import, and every worker collects this module
+    from sentence_transformers import SentenceTransformer
+
     corpus = texts()
     reference = SentenceTransformer(str(model_dir), device="cpu")
     assert reference.max_seq_length == se.MAX_LENGTH
     model, tokenizer = se.load()  # from the installed package's zip, in place
-    # The same word pieces, truncated alike (a fifth of the texts are past 256 tokens).
+    # The same word pieces, truncated alike (a sixth of the texts are past 256 tokens).
     ours = se.tokenize(tokenizer, corpus)
     theirs = reference.tokenize(corpus)
     mask = np.asarray(theirs["attention_mask"], bool)
     ids = np.asarray(theirs["input_ids"])
     assert [s.tolist() for s in ours] == [row[m].tolist() for row, m in zip(ids, mask)]
     untruncated = se.tokenizer_from(se.read_files(model_dir)[1], max_length=100_000)
-    assert sum(len(s) > se.MAX_LENGTH for s in se.tokenize(untruncated, corpus)) >= 50
+    assert sum(len(s) > se.MAX_LENGTH for s in se.tokenize(untruncated, corpus)) >= 15
     assert min(map(len, ours)) == 2  # "" is [CLS] [SEP]
 
     expected = reference.encode(corpus, batch_size=32, convert_to_numpy=True)
