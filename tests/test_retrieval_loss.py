@@ -33,10 +33,18 @@ def _lists(seed: int, ties: bool):
     return jnp.asarray(scores, jnp.float32), jnp.asarray(where), jaxrank.positives(idx, grades)
 
 
-def _value_and_grad(metric, scores, labels, where, **kw):
-    return jax.value_and_grad(lambda s: metric(s, labels, where=where, **kw).sum())(scores), metric(
-        scores, labels, where=where, **kw
-    )
+@functools.partial(jax.jit, static_argnames=("metric", "ranker", "kw"))
+def _value_and_grad_jit(scores, labels, where, metric, ranker, kw):
+    kw = dict(kw)
+    value = metric(scores, labels, where=where, ranker=ranker, **kw)
+    return jax.value_and_grad(lambda s: metric(s, labels, where=where, ranker=ranker, **kw).sum())(scores), value
+
+
+def _value_and_grad(metric, scores, labels, where, ranker, **kw):
+    # One compiled program per case (the labels' form, positives or dense, is part of its
+    # signature) instead of the ops dispatched one by one: a quarter less CPU time over the
+    # comparisons below.
+    return _value_and_grad_jit(scores, labels, where, metric, ranker, tuple(sorted(kw.items())))
 
 
 def _assert_equal_to_dense(metric, ranker, kw, seed, ties):
@@ -328,9 +336,19 @@ def test_per_positive_is_one_list_per_pair_without_the_other_relevant_candidates
             out.append(weighted / total if total else jnp.float32(0.0 if log else 1.0))
         return jnp.stack(out)
 
-    np.testing.assert_allclose(np.asarray(pairs(q, d)), np.asarray(explicit(q, d)), rtol=1e-5, atol=1e-6)
-    g_pairs = jax.grad(lambda q, d: pairs(q, d).sum(), argnums=(0, 1))(q, d)
-    g_explicit = jax.grad(lambda q, d: explicit(q, d).sum(), argnums=(0, 1))(q, d)
+    def values_and_grads(f):
+        # one compiled program per side: eagerly, explicit's dozen losses and their gradients
+        # dispatch every operation alone (several times the CPU time)
+        def total(q, d):
+            values = f(q, d)
+            return values.sum(), values
+
+        (_, values), grads = jax.jit(jax.value_and_grad(total, argnums=(0, 1), has_aux=True))(q, d)
+        return values, grads
+
+    v_pairs, g_pairs = values_and_grads(pairs)
+    v_explicit, g_explicit = values_and_grads(explicit)
+    np.testing.assert_allclose(np.asarray(v_pairs), np.asarray(v_explicit), rtol=1e-5, atol=1e-6)
     for a, b in zip(g_pairs, g_explicit):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
     one = idx[:, :1].copy()  # one relevant document each: the pairs are the queries
