@@ -107,8 +107,7 @@ def retrieval_loss(
       log: each list's loss is ``-log(metric)`` (the metric's log-loss, an upper bound of
         ``1 - metric``) instead of ``1 - metric``: it grows without bound as a relevant
         candidate falls, so one far down keeps its gradient (with ``reciprocal_rank``, the
-        log of the rank plus ``log(1 / sigmoid(1/2))``, the smooth RR's factor for no other relevant
-        candidate above, as InfoNCE's ``-log p`` is the log of a soft rank). A query without a
+        log of the bound rank, as InfoNCE's ``-log p`` is the log of a soft rank). A query without a
         relevant candidate: 0.
       **metric_kwargs: passed to the metric (``gain``, ``rel``, ...).
 

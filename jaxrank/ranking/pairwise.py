@@ -169,10 +169,16 @@ class PointRanks(Ranks):
         return self._weighted(g, f, w + self._ranked_above(w))
 
     def survival(self, g: jax.Array, f: PositionFn, w: jax.Array) -> jax.Array:
-        """``prod_{j above i} (1 - w_j)`` becomes the smooth indicator that no
-        ``w`` item is above ``i``: ``soft_cutoff(1 + above_i, 1, tau)``."""
-        above = self._ranked_above(jnp.where(self.valid, w, 0))
-        return self._weighted(g, f, self.cutoff(1 + above, jnp.ones((), above.dtype)))
+        """``prod_{j above i} (1 - w_j)``, the indicator that ``i`` is the first ``w`` item,
+        becomes ``c_i / sum_{j: w_j > 0} c_j`` with ``c_i = soft_cutoff(1 + above_i, 1, tau)``
+        the smooth indicator that no ``w`` item is above ``i``: a distribution over which
+        ``w`` item is first, so RR and success stay within [0, 1] at any cutoff width (a lone
+        ``w`` item is first: RR reads ``1 / r``). The plain soft cutoff, not a ranker's own:
+        ``laplace``'s floor past ``k`` is for the metric's cutoff."""
+        w = jnp.where(self.valid, w, 0)
+        c = PointRanks.cutoff(self, 1 + self._ranked_above(w), jnp.ones((), self.ranks.dtype))
+        total = jnp.sum(jnp.where(w > 0, c, 0), axis=-1, keepdims=True)
+        return self._weighted(g, f, c / jnp.where(total > 0, total, 1))
 
     def cascade(self, p: jax.Array, f: PositionFn) -> jax.Array:
         """:math:`\\sum_i p_i f(r_i) \\prod_{j \\ne i} (1 - p_j \\pi_{ij})` with
