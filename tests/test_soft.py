@@ -578,14 +578,30 @@ def test_bound_ranks_are_the_pairwise_logistic_sums_of_the_valid_items():
 def test_bound_ranks_are_at_least_the_ranks_with_ties_counted_above_and_its_ndcg_at_most_the_hard_one(
     values, scale, t, seed
 ):
-    s = jnp.asarray(values, jnp.float32) * scale  # small integers: many ties
-    rng = np.random.default_rng(seed)
-    labels = jnp.asarray(rng.integers(0, 3, s.shape[0]))
-    ranks = np.asarray(jaxrank.bound(t)(s).ranks)
-    at_or_above = (np.asarray(s)[None, :] >= np.asarray(s)[:, None]).sum(-1)  # itself and the others
-    assert np.all(ranks >= at_or_above * (1 - 1e-6)), (ranks, at_or_above)
-    soft = float(jaxrank.ndcg(s, labels, ranker=jaxrank.bound(t)))
-    assert soft <= float(jaxrank.ndcg(s, labels, ranker=jaxrank.hard("pessimistic"))) + 1e-6
+    n = len(values)
+    s = np.asarray(values, np.float32) * np.float32(scale)  # small integers: many ties
+    labels = np.random.default_rng(seed).integers(0, 3, n)
+    # padded to 40 behind a mask: one program per temperature, whatever the list's length
+    pad = 40 - n
+    ranks, soft, hard = _bound_and_hard(
+        jnp.asarray(np.pad(s, (0, pad), constant_values=1e3)),
+        jnp.asarray(np.pad(labels, (0, pad))),
+        jnp.asarray(np.arange(40) < n),
+        t,
+    )
+    at_or_above = (s[None, :] >= s[:, None]).sum(-1)  # itself and the others
+    assert np.all(np.asarray(ranks)[:n] >= at_or_above * (1 - 1e-6)), (ranks, at_or_above)
+    assert float(soft) <= float(hard) + 1e-6
+
+
+@functools.partial(jax.jit, static_argnums=3)
+def _bound_and_hard(s, labels, where, t):
+    ranker = jaxrank.bound(t)
+    return (
+        ranker(s, where).ranks,
+        jaxrank.ndcg(s, labels, where=where, ranker=ranker),
+        jaxrank.ndcg(s, labels, where=where, ranker=jaxrank.hard("pessimistic")),
+    )
 
 
 def test_bound_keeps_the_gradient_of_an_item_far_above_where_a_smooth_step_loses_it():
