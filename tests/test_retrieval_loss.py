@@ -175,6 +175,19 @@ def test_metric_loss_takes_positives():
 
 
 # retrieval_loss -------------------------------------------------------------------------
+def _values_and_grads(f, q, d):
+    """``f(q, d)`` (a loss per query) and the gradients of its sum in both embeddings, in one
+    compiled program: eagerly, every operation of the blocks and their gradients would
+    dispatch alone (several times the CPU time)."""
+
+    def total(q, d):
+        values = f(q, d)
+        return values.sum(), values
+
+    (_, values), grads = jax.jit(jax.value_and_grad(total, argnums=(0, 1), has_aux=True))(q, d)
+    return values, grads
+
+
 def _embeddings(seed, n_queries=32, n_docs=160, dim=16):
     rng = np.random.default_rng(seed)
     q = rng.normal(size=(n_queries, dim)).astype(np.float32)
@@ -205,18 +218,8 @@ def test_retrieval_loss_equals_the_metric_loss_of_the_dense_lists(ranker, k):
             q, d, idx, grades=grades, ranker=ranker, k=k, where=where, block=8, per_positive=False
         )
 
-    def values_and_grads(f):
-        # one compiled program per side, values and gradients (eagerly, every operation of the
-        # blocks and their gradients would dispatch alone)
-        def mean(q, d):
-            values = f(q, d)
-            return values.mean(), values
-
-        (_, values), grads = jax.jit(jax.value_and_grad(mean, argnums=(0, 1), has_aux=True))(q, d)
-        return values, grads
-
-    got_values, got = values_and_grads(blocked)
-    want_values, want = values_and_grads(dense)
+    got_values, got = _values_and_grads(blocked, q, d)
+    want_values, want = _values_and_grads(dense, q, d)
     # a block's matmul may round a score's last bit unlike the whole matrix's; the metric
     # itself is held to 1e-6 above
     np.testing.assert_allclose(np.asarray(got_values), np.asarray(want_values), rtol=1e-6, atol=1e-6)
@@ -350,18 +353,8 @@ def test_per_positive_is_one_list_per_pair_without_the_other_relevant_candidates
             out.append(weighted / total if total else jnp.float32(0.0 if log else 1.0))
         return jnp.stack(out)
 
-    def values_and_grads(f):
-        # one compiled program per side: eagerly, explicit's dozen losses and their gradients
-        # dispatch every operation alone (several times the CPU time)
-        def total(q, d):
-            values = f(q, d)
-            return values.sum(), values
-
-        (_, values), grads = jax.jit(jax.value_and_grad(total, argnums=(0, 1), has_aux=True))(q, d)
-        return values, grads
-
-    v_pairs, g_pairs = values_and_grads(pairs)
-    v_explicit, g_explicit = values_and_grads(explicit)
+    v_pairs, g_pairs = _values_and_grads(pairs, q, d)
+    v_explicit, g_explicit = _values_and_grads(explicit, q, d)
     np.testing.assert_allclose(np.asarray(v_pairs), np.asarray(v_explicit), rtol=1e-5, atol=1e-6)
     for a, b in zip(g_pairs, g_explicit):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
