@@ -328,9 +328,18 @@ class ApproxRanks(PointRanks):
         return self._weighted(g, f, w + self._pairs("above", w))
 
     def survival(self, g: jax.Array, f: PositionFn, w: jax.Array) -> jax.Array:
-        """Binary ``w``: :math:`\\prod_{j \\ne i} (1 - \\pi_{ij})^{w_j}`."""
+        """Binary ``w``: :math:`c_i = \\prod_{j \\ne i} (1 - \\pi_{ij})^{w_j}`, normalised
+        over the ``w`` items, :math:`c_i / \\sum_{j: w_j > 0} c_j`: a distribution over which
+        ``w`` item is first, as :meth:`PointRanks.survival`'s. The product alone treats the
+        pairs as independent, and with many ``w`` items at a wide temperature every item's
+        product is near 0 (RR near 0 where the hard RR is 1)."""
         w = jnp.where(self.valid, w, 0)
-        return self._weighted(g, f, jnp.exp(self._pairs("log_survive", w)))
+        logs = self._pairs("log_survive", w)
+        # in logs: the products reach below float32's smallest number on long lists; a list
+        # without a w item sums zeros (no -inf everywhere: its gradient would be NaN)
+        some = jnp.any(w > 0, axis=-1, keepdims=True)
+        total = jax.nn.logsumexp(jnp.where(w > 0, logs, jnp.where(some, -jnp.inf, 0.0)), axis=-1, keepdims=True)
+        return self._weighted(g, f, jnp.exp(logs - jnp.where(some, total, 0.0)))
 
     def cascade(self, p: jax.Array, f: PositionFn) -> jax.Array:
         """:math:`\\sum_i p_i f(r_i) \\prod_{j \\ne i} (1 - p_j \\pi_{ij})` (``p`` clipped to [0, 1])."""
