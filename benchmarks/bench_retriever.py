@@ -68,6 +68,10 @@ where, t) -> loss`` with ``t`` from its grid:
   A loss with a parameter named ``teacher`` (``lambda q, d, p, w, t, teacher: ...``) also
   gets the frozen encoder's scores of the batch's lists (``[B, M]``; pretrained encoders
   only), and the expression may use :func:`teacher_positives` to make them graded positives.
+  :func:`batch_temperature` gives a temperature learned with the model, at its optimum for
+  each batch (``temperature=t * batch_temperature(q, d, p, w)``), :func:`batch_gap` the
+  batch's mean top gap (``t * batch_gap(q, d, w)``), and :func:`infonce` is the baseline's
+  loss (``infonce(q, d, p.indices, p.grades, w, T)``).
 
 Choices, on validation queries only: each (encoder, row) takes the grid value of the best
 mean validation nDCG@10 (at each run's chosen step) over the first seed's runs; every later
@@ -181,6 +185,28 @@ def teacher_positives(p: jaxrank.Positives, teacher: jax.Array, where: jax.Array
     return jaxrank.positives(indices, jnp.concatenate([p.grades.astype(grades.dtype), grades], 1))
 
 
+def batch_temperature(q: jax.Array, d: jax.Array, p: jaxrank.Positives, where: jax.Array) -> jax.Array:
+    """The temperature of :data:`BATCH_TEMPERATURES` at which the batch's InfoNCE
+    (:func:`infonce`) is least, without a gradient: a temperature learned with the model (as
+    CLIP learns its own), at its optimum for each batch."""
+    q, d = jax.lax.stop_gradient(q), jax.lax.stop_gradient(d)
+    values = jax.vmap(lambda t: infonce(q, d, p.indices, p.grades, where, t))(BATCH_TEMPERATURES)
+    return jnp.asarray(BATCH_TEMPERATURES)[jnp.argmin(values)]
+
+
+def batch_gap(q: jax.Array, d: jax.Array, where: jax.Array, top: int = 10) -> jax.Array:
+    """The mean over the batch's queries of the mean gap among each list's first ``top + 1``
+    scores (``where[M]``: the real documents), without a gradient: one temperature unit for
+    the whole batch, where ``jaxrank.bound(t, top=10)`` takes each list's own."""
+    s = jax.lax.stop_gradient(q @ d.T)
+    order, _ = top_k_order_of_scores(s, top + 1, jnp.broadcast_to(where, s.shape))
+    first = jnp.take_along_axis(s, order, 1)
+    return jnp.mean(first[:, 0] - first[:, top]) / top
+
+
+BATCH_TEMPERATURES = np.geomspace(0.002, 2.0, 32).astype(np.float32)
+
+
 @dataclasses.dataclass(frozen=True)
 class Row:
     name: str
@@ -220,6 +246,7 @@ def parse_row(spec: str) -> Row:
         }
     )
     names["teacher_positives"] = teacher_positives
+    names.update(batch_temperature=batch_temperature, batch_gap=batch_gap, infonce=infonce)
     try:
         built = eval(expression, {"__builtins__": {}, **names})  # globals: a lambda reads its names there
     except Exception as error:

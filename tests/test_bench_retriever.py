@@ -113,6 +113,52 @@ def test_teacher_positives_add_the_teachers_top_k_of_the_other_documents():
     assert (few[0, [0, 2]] > 0).all() and few[0, 1] == 2 and few[0, 4] == 1 and (few[0, [3, 5, 6]] == 0).all()
 
 
+def test_batch_temperature_is_the_grid_value_of_least_infonce_and_follows_the_margins():
+    q, d, positives, where = _toy()
+    p = br.jaxrank.positives(jnp.asarray(positives), jnp.asarray(np.where(positives >= 0, 1, 0)))
+    s = q @ d.T
+
+    def infonce(t):  # brute force: each pair's softmax over its query's non-relevant real documents
+        pairs = [(b, i) for b in range(2) for i in positives[b] if i >= 0]
+        out = []
+        for b, i in pairs:
+            keep = [j for j in range(5) if where[j] and (j == i or j not in positives[b])]
+            z = s[b, keep] / t
+            out.append(np.log(np.exp(z - z.max()).sum()) + z.max() - s[b, i] / t)
+        return np.mean(out)
+
+    want = br.BATCH_TEMPERATURES[np.argmin([infonce(float(t)) for t in br.BATCH_TEMPERATURES])]
+    got = jax.jit(br.batch_temperature)(jnp.asarray(q), jnp.asarray(d), p, jnp.asarray(where))  # as in training
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    # each positive above every negative: the sharpest; below them all: the softest
+    eye = jnp.eye(3)
+    first = br.jaxrank.positives(jnp.asarray([[0], [1]]), jnp.ones((2, 1)))
+    last = br.jaxrank.positives(jnp.asarray([[2], [2]]), jnp.ones((2, 1)))
+    docs = jnp.asarray([[1.0, 0, 0], [0, 1, 0], [-1, -1, 0]])
+    assert br.batch_temperature(eye[:2], docs, first, jnp.ones(3, bool)) == br.BATCH_TEMPERATURES[0]
+    assert br.batch_temperature(eye[:2], docs, last, jnp.ones(3, bool)) == br.BATCH_TEMPERATURES[-1]
+    grad = jax.grad(lambda x: br.batch_temperature(x, jnp.asarray(d), p, jnp.asarray(where)))(jnp.asarray(q))
+    assert not np.any(np.asarray(grad))  # learned apart from the model's gradient
+
+
+def test_batch_gap_is_the_mean_over_queries_of_the_top_gaps_of_the_real_documents():
+    rng = np.random.default_rng(4)
+    q, d = rng.normal(size=(3, 5)), rng.normal(size=(30, 5))
+    where = np.arange(30) < 26
+    top = [np.sort(row[where])[::-1][:11] for row in q @ d.T]
+    want = np.mean([(t[0] - t[10]) / 10 for t in top])
+    got = jax.jit(br.batch_gap)(jnp.asarray(q), jnp.asarray(d), jnp.asarray(where))
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    row = br.parse_row(
+        "g=(lambda q, d, p, w, t: infonce(q, d, p.indices, p.grades, w, t * batch_gap(q, d, w)), (2.0,))"
+    )
+    positives = np.array([[0, 1], [2, -1], [3, -1]])
+    gains = np.where(positives >= 0, 1, 0)
+    args = (jnp.asarray(q), jnp.asarray(d), jnp.asarray(positives), jnp.asarray(gains), jnp.asarray(where), 2.0)
+    want = br.infonce(*args[:5], 2.0 * want)
+    np.testing.assert_allclose(row.loss(*args), want, rtol=1e-5)
+
+
 def test_a_row_that_reads_the_teacher_needs_a_pretrained_encoder(capsys):
     row = br.parse_row(
         "distill=(lambda q, d, p, w, t, teacher: losses.retrieval_loss(q, d, teacher_positives(p, teacher, w, 2, t),"
