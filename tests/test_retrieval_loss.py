@@ -133,8 +133,13 @@ def test_approx_at_the_positives_equals_the_dense_labels(metric, kw, ranker, tie
 )
 def test_other_rankers_and_metrics_take_the_dense_labels(metric, kw, ranker):
     scores, where, pos = _lists(5, ties=True)
-    got = metric(scores, pos, where=where, ranker=ranker, **kw)
-    want = metric(scores, pos.dense(M), where=where, ranker=ranker, **kw)
+    # both in one compiled program (eagerly, every operation would compile alone)
+    got, want = jax.jit(
+        lambda s, p, w: (
+            metric(s, p, where=w, ranker=ranker, **kw),
+            metric(s, p.dense(M), where=w, ranker=ranker, **kw),
+        )
+    )(scores, pos, where)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
 
@@ -162,7 +167,8 @@ def test_positives_under_jit_and_vmap_equal_eager(ranker, ties, k):
         scores = scores.at[1, :20].set(3.0)  # a list whose top 11 are tied
     eager = jaxrank.ndcg(scores, pos, k=k, where=where, ranker=ranker)
     jitted = jax.jit(lambda s, p, w: jaxrank.ndcg(s, p, k=k, where=w, ranker=ranker))(scores, pos, where)
-    mapped = jax.vmap(lambda s, p, w: jaxrank.ndcg(s, p, k=k, where=w, ranker=ranker))(scores, pos, where)
+    # (vmap under jit: the same batching rules, one program instead of every operation alone)
+    mapped = jax.jit(jax.vmap(lambda s, p, w: jaxrank.ndcg(s, p, k=k, where=w, ranker=ranker)))(scores, pos, where)
     np.testing.assert_allclose(np.asarray(jitted), np.asarray(eager), rtol=1e-6)
     np.testing.assert_allclose(np.asarray(mapped), np.asarray(eager), rtol=1e-6)
 
@@ -230,29 +236,35 @@ def test_retrieval_loss_equals_the_metric_loss_of_the_dense_lists(ranker, k):
 
 def test_retrieval_loss_blocks_and_per_query_masks_change_nothing_but_the_masked():
     q, d, idx, _ = _embeddings(2)
-    whole = losses.retrieval_loss(q, d, idx, block=32)
-    np.testing.assert_allclose(np.asarray(losses.retrieval_loss(q, d, idx, block=4)), np.asarray(whole), rtol=1e-6)
-    np.testing.assert_allclose(np.asarray(losses.retrieval_loss(q, d, idx)), np.asarray(whole), rtol=1e-6)
+    # each call one compiled program (eagerly, every operation of the blocks would compile alone)
+    loss = jax.jit(functools.partial(losses.retrieval_loss, q, d, idx), static_argnames="block")
+    whole = loss(block=32)
+    np.testing.assert_allclose(np.asarray(loss(block=4)), np.asarray(whole), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(loss()), np.asarray(whole), rtol=1e-6)
     # a per-query mask that hides one query's best negative changes that query alone
     scores = np.array(q @ d.T)
     scores[0, idx[0][idx[0] >= 0]] = -np.inf
     where = np.ones((q.shape[0], d.shape[0]), bool)
     where[0, int(np.argmax(scores[0]))] = False
-    masked = losses.retrieval_loss(q, d, idx, where=where)
+    masked = loss(where=where)
     assert float(masked[0]) != float(whole[0])
     np.testing.assert_allclose(np.asarray(masked[1:]), np.asarray(whole[1:]), rtol=1e-6)
     # at a fixed temperature, one negative fewer lowers the loss (the default's temperature
     # follows the list's top gaps, which the mask changes too)
-    fixed = functools.partial(losses.retrieval_loss, q, d, idx, temperature=1.0)
+    fixed = functools.partial(loss, temperature=1.0)
     assert float(fixed(where=where)[0]) < float(fixed()[0])
 
 
 def test_a_document_relevant_to_two_queries_is_each_ones_positive_and_the_others_negative():
     q, d, _, _ = _embeddings(3, n_queries=4, n_docs=40)
     shared = jnp.asarray([[7], [7], [1], [2]])
-    loss = losses.retrieval_loss(q, d, shared)
     labels = jnp.zeros((4, 40)).at[0, 7].set(1).at[1, 7].set(1).at[2, 1].set(1).at[3, 2].set(1)
-    want = losses.metric_loss(q @ d.T, labels, k=None, ranker=losses.retrieval._DEFAULT_RANKER)
+    loss, want = jax.jit(  # one compiled program for both
+        lambda q, d: (
+            losses.retrieval_loss(q, d, shared),
+            losses.metric_loss(q @ d.T, labels, k=None, ranker=losses.retrieval._DEFAULT_RANKER),
+        )
+    )(q, d)
     np.testing.assert_allclose(np.asarray(loss), np.asarray(want), rtol=1e-6)
 
 
@@ -284,6 +296,7 @@ def test_retrieval_loss_with_documents_sharded_over_8_devices_equals_one_device(
         # 32 copies of one document, 4 a device: the top of about half the lists is tied, so
         # laplace's temperature falls back on the list's spread (a branch with collectives)
         d_tied = d.at[::8].set(5 * jnp.ones(8))
+        programs = {}
         for ranker, k, d, idx in [
             (None, 10, d, idx), (jaxrank.approx(), None, d, idx), (jaxrank.softrank(), 10, d, idx),
             (None, 10, d48, idx48), (None, 10, d_tied, idx), (jaxrank.bound(), None, d, idx),
@@ -304,9 +317,13 @@ def test_retrieval_loss_with_documents_sharded_over_8_devices_equals_one_device(
                 def mean(q, d):
                     values = f(q, d)
                     return values.mean(), values
-                (_, values), grads = jax.jit(jax.value_and_grad(mean, argnums=(0, 1), has_aux=True))(q, d)
-                return values, grads
-            (a, ga), (b, gb) = values_and_grads(one), values_and_grads(sharded)
+                return jax.jit(jax.value_and_grad(mean, argnums=(0, 1), has_aux=True))
+            # the tied documents take the programs of the first case (the same shapes, positives
+            # and mask): compiled once
+            key = (repr(ranker), k, d.shape)
+            if key not in programs:
+                programs[key] = (values_and_grads(one), values_and_grads(sharded))
+            ((_, a), ga), ((_, b), gb) = (program(q, d) for program in programs[key])
             np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-5, atol=1e-6)
             for x, y in zip(ga, gb):
                 scale = float(jnp.max(jnp.abs(x)))
@@ -332,26 +349,40 @@ def test_per_positive_is_one_list_per_pair_without_the_other_relevant_candidates
             q, d, idx, grades=grades, ranker=ranker, k=k, where=where, per_positive=True, log=log
         )
 
+    # each (query, relevant document) pair as its own query, its other relevant documents
+    # masked: one single-query retrieval_loss per pair, mapped over the pairs (one program)
+    pair_query, pair_doc, pair_grade, pair_where = [], [], [], []
+    for i in range(6):
+        named = {}
+        for j, g in zip(idx[i], grades[i]):
+            if j >= 0:
+                named[j] = max(named.get(j, 0), g)
+        for j, g in named.items():
+            if g == 0:  # weight 0 (its log-loss is that of a metric of 0)
+                continue
+            pair_query.append(i)
+            pair_doc.append(j)
+            pair_grade.append(g)
+            pair_where.append(~np.isin(np.arange(50), [o for o, h in named.items() if o != j and h > 0]))
+    pair_grade = np.asarray(pair_grade)
+    of_query = np.asarray(pair_query)[None, :] == np.arange(6)[:, None]  # [queries, pairs]
+    total = of_query @ pair_grade
+
     def explicit(q, d):
-        # each (query, relevant document) pair as its own query, its other relevant documents masked
-        out = []
-        for i in range(6):
-            named = {}
-            for j, g in zip(idx[i], grades[i]):
-                if j >= 0:
-                    named[j] = max(named.get(j, 0), g)
-            total, weighted = 0, 0.0
-            for j, g in named.items():
-                if g == 0:  # weight 0 (its log-loss is that of a metric of 0)
-                    continue
-                w = where & ~jnp.isin(
-                    jnp.arange(50), jnp.asarray([o for o, h in named.items() if o != j and h > 0], int)
-                )
-                loss = losses.retrieval_loss(q[i : i + 1], d, [[j]], grades=[[g]], ranker=ranker, k=k, where=w)[0]
-                loss = -jnp.log(1 - loss) if log else loss
-                total, weighted = total + g, weighted + g * loss
-            out.append(weighted / total if total else jnp.float32(0.0 if log else 1.0))
-        return jnp.stack(out)
+        def one(qi, j, g, w):
+            return losses.retrieval_loss(qi[None], d, j[None, None], grades=g[None, None], ranker=ranker, k=k, where=w)[
+                0
+            ]
+
+        loss = jax.vmap(one)(
+            q[np.asarray(pair_query)],
+            jnp.asarray(pair_doc),
+            jnp.asarray(pair_grade),
+            where & jnp.asarray(np.stack(pair_where)),
+        )
+        loss = -jnp.log(1 - loss) if log else loss
+        weighted = jnp.asarray(of_query, loss.dtype) @ (jnp.asarray(pair_grade, loss.dtype) * loss)
+        return jnp.where(total > 0, weighted / np.maximum(total, 1), jnp.float32(0.0 if log else 1.0))
 
     v_pairs, g_pairs = _values_and_grads(pairs, q, d)
     v_explicit, g_explicit = _values_and_grads(explicit, q, d)
@@ -372,22 +403,21 @@ def test_log_is_the_metrics_log_loss_an_upper_bound_of_one_minus_it(metric):
     q = jnp.asarray(rng.normal(size=(8, 16)), jnp.float32)
     d = jnp.asarray(rng.normal(size=(300, 16)), jnp.float32)
     one = np.arange(8)[:, None] * 7
-    plain = losses.retrieval_loss(q, d, one, metric=metric)
-    logged = losses.retrieval_loss(q, d, one, metric=metric, log=True)
+    # each call one compiled program (eagerly, every operation of the blocks would compile alone)
+    loss = jax.jit(functools.partial(losses.retrieval_loss, metric=metric), static_argnames="log")
+    plain, logged = loss(q, d, one), loss(q, d, one, log=True)
     np.testing.assert_allclose(np.asarray(logged), -np.log(1 - np.asarray(plain)), rtol=1e-5)
     assert (np.asarray(logged) >= np.asarray(plain)).all()
     # a relevant document ranked at the bottom: 1 - metric saturates, its log-loss does not
-    far = losses.retrieval_loss(q, jnp.concatenate([d, -q]), 300 + np.arange(8)[:, None], metric=metric, log=True)
+    far = loss(q, jnp.concatenate([d, -q]), 300 + np.arange(8)[:, None], log=True)
     assert (np.asarray(far) > np.asarray(logged)).all() and (np.asarray(far) > 2).all()
     # no relevant document: 0, and no gradient from it; under jit the gradient is finite
     none = np.full((8, 2), -1)
-    assert (np.asarray(losses.retrieval_loss(q, d, none, metric=metric, log=True)) == 0).all()
-    g = jax.jit(jax.grad(lambda q: losses.retrieval_loss(q, d, one, metric=metric, log=True).mean()))(q)
+    assert (np.asarray(loss(q, d, none, log=True)) == 0).all()
+    g = jax.jit(jax.grad(lambda q: loss(q, d, one, log=True).mean()))(q)
     assert np.isfinite(np.asarray(g)).all() and float(jnp.abs(g).sum()) > 0
     # under vmap over two batches of queries: each batch's values
-    mapped = jax.vmap(lambda q, p: losses.retrieval_loss(q, d, p, metric=metric, log=True))(
-        q.reshape(2, 4, 16), one.reshape(2, 4, 1)
-    )
+    mapped = jax.jit(jax.vmap(lambda q, p: loss(q, d, p, log=True)))(q.reshape(2, 4, 16), one.reshape(2, 4, 1))
     np.testing.assert_allclose(np.asarray(mapped).ravel(), np.asarray(logged), rtol=1e-5)
 
 
@@ -487,13 +517,17 @@ def test_the_defaults_pairs_share_their_querys_temperature_four_times_the_mean_o
 
 def test_a_temperature_is_the_bound_on_the_scores_over_it_and_may_be_traced():
     q, d, idx, grades = _embeddings(7)
-    want = losses.retrieval_loss(q / 0.05, d, idx, grades=grades, ranker=jaxrank.bound(), k=None, per_positive=True)
-    got = losses.retrieval_loss(q, d, idx, grades=grades, temperature=0.05)
+    want, got = jax.jit(  # one compiled program for both (eagerly, every operation would compile alone)
+        lambda q: (
+            losses.retrieval_loss(q / 0.05, d, idx, grades=grades, ranker=jaxrank.bound(), k=None, per_positive=True),
+            losses.retrieval_loss(q, d, idx, grades=grades, temperature=0.05),
+        )
+    )(q)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
     traced = jax.jit(lambda t: losses.retrieval_loss(q, d, idx, grades=grades, temperature=t))(0.05)
     np.testing.assert_allclose(np.asarray(traced), np.asarray(want), rtol=1e-6)
     # the gradient reaches a learned temperature (as CLIP's)
-    g = jax.grad(lambda t: losses.retrieval_loss(q, d, idx, temperature=t).mean())(0.05)
+    g = jax.jit(jax.grad(lambda t: losses.retrieval_loss(q, d, idx, temperature=t).mean()))(0.05)
     assert np.isfinite(float(g)) and float(g) != 0
 
 
