@@ -1,6 +1,7 @@
 """The intent-aware metrics (jaxrank.metrics.diversity) against ndeval's C binary and pyndeval,
 under jit / vmap / padding / segments / 8 host devices, and their smooth relaxations."""
 
+import contextlib
 import functools
 import json
 import subprocess
@@ -13,6 +14,20 @@ import pytest
 import jaxrank
 from jaxrank import losses
 from tests.devices import run_with_host_devices
+
+pytestmark = pytest.mark.usefixtures("quick_compiles")  # many small programs (tests/conftest.py)
+
+
+@contextlib.contextmanager
+def _optimised():
+    """XLA's optimisation passes on again, for the programs that run long (training, n=1000)."""
+    before = jax.config.read("jax_disable_most_optimizations")
+    jax.config.update("jax_disable_most_optimizations", False)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_disable_most_optimizations", before)
+
 
 # ndeval's columns and the array function, cutoff and normalisation each one is
 COLUMNS = {
@@ -329,13 +344,14 @@ def test_greedy_ideal_reaches_the_best_order_on_lists_where_greedy_is_optimal():
     # one relevant item per subtopic each: the greedy ideal is optimal, and alpha-nDCG of the
     # ideal order is 1 while any other order scores by definition
     rng = np.random.default_rng(5)
+    alpha_ndcg = jax.jit(functools.partial(jaxrank.alpha_ndcg, k=4, alpha=0.5))  # one program for the five lists
     for _ in range(5):
         t = 3
         judged = np.eye(t)[rng.permutation(t)]
         judged = np.concatenate([judged, judged[:2]])  # two redundant items
         scores = rng.standard_normal(len(judged))
         order = np.argsort(-scores, kind="stable")
-        got = float(jaxrank.alpha_ndcg(scores, judged, k=4, alpha=0.5))
+        got = float(alpha_ndcg(scores, judged))
         np.testing.assert_allclose(got, brute_alpha_ndcg(order, judged, judged, 4, 0.5), rtol=1e-12)
 
 
@@ -381,7 +397,8 @@ def test_soft_diversity_gradients_are_finite_and_non_zero(ranker, n):
     # each loss's gradient alone: a Jacobian's backward pass would carry all seven
     gradients = jax.jit(lambda s: jnp.stack([jax.grad(loss)(s) for loss in each_loss]))
     for scale in (0.01, 1.0, 100.0):
-        g = np.asarray(gradients(jnp.asarray(base * scale, jnp.float32)))
+        with _optimised() if n == 1000 else contextlib.nullcontext():  # at n = 1000 the run outweighs the compile
+            g = np.asarray(gradients(jnp.asarray(base * scale, jnp.float32)))
         for (name, k), row in zip(LOSSES, g):
             assert np.isfinite(row).all(), (name, k, scale)
             assert np.abs(row).max() > 0, (name, k, scale)
@@ -395,7 +412,8 @@ def test_default_approx_blurs_the_cascades_of_long_lists():
     base = rng.standard_normal((2, 1000))
     # temperature 3 in score units, kept within the band of each list's spread: sharp once
     # the scores spread wide (std 100), blurred below
-    sharp_top = jaxrank.approx()(jnp.asarray(base * 100.0, jnp.float32), None).ranks
+    ranks = jax.jit(lambda s: jaxrank.approx()(s, None).ranks)  # one program for the three scales
+    sharp_top = ranks(jnp.asarray(base * 100.0, jnp.float32))
     assert float(jnp.min(sharp_top)) < 2
 
     @jax.jit  # both gradients in one program, compiled once for both scales
@@ -407,8 +425,9 @@ def test_default_approx_blurs_the_cascades_of_long_lists():
 
     for scale in (0.01, 1.0):
         s = jnp.asarray(base * scale, jnp.float32)
-        assert float(jnp.min(jaxrank.approx()(s, None).ranks)) > 100, scale
-        blurred, sharp = gradients(s)
+        assert float(jnp.min(ranks(s))) > 100, scale
+        with _optimised():  # at n = 1000 the run outweighs the compile
+            blurred, sharp = gradients(s)
         assert np.abs(blurred).max() == 0, scale
         assert np.abs(sharp).max() > 0, scale
 
@@ -455,10 +474,11 @@ def test_metric_loss_trains_a_linear_model_on_alpha_ndcg():
         return optax.apply_updates(p, updates), state
 
     evaluate = jax.jit(lambda p: jnp.mean(jaxrank.alpha_ndcg(x @ p, labels, k=20)))
-    before = float(evaluate(jnp.asarray(rng.standard_normal(f), jnp.float32)))  # a random model
-    for _ in range(60):
-        params, state = step(params, state)
-    after = float(evaluate(params))
+    with _optimised():  # 60 steps: optimised code pays
+        before = float(evaluate(jnp.asarray(rng.standard_normal(f), jnp.float32)))  # a random model
+        for _ in range(60):
+            params, state = step(params, state)
+        after = float(evaluate(params))
     assert after > before + 0.25 and after > 0.8, (before, after)
 
 
