@@ -131,7 +131,8 @@ def test_gumbel_around_the_exact_ranker_samples_plackett_luce():
     # P(item 0 first) = e^1 / (e^1 + e^0); RR = P + (1 - P) / 2.
     p = np.exp(1.0) / (np.exp(1.0) + 1.0)
     ranker = jaxrank.gumbel(jaxrank.hard("stable"), samples=20000, key=7)
-    got = float(jaxrank.reciprocal_rank(jnp.array([1.0, 0.0]), jnp.array([1, 0]), ranker=ranker))
+    rr = jax.jit(lambda s, y: jaxrank.reciprocal_rank(s, y, ranker=ranker))  # one program, not every operation alone
+    got = float(rr(jnp.array([1.0, 0.0]), jnp.array([1, 0])))
     assert abs(got - (p + (1 - p) / 2)) < 0.01
 
 
@@ -367,15 +368,25 @@ def test_first_relevant_metrics_stay_within_0_and_1_with_many_relevant_items(ran
     rng = np.random.default_rng(5)
     s = jnp.asarray(rng.normal(size=(16, 200)))
     y = jnp.asarray((rng.random((16, 200)) < 0.1).astype(np.int32))
+    values, lone_rr, lone_rank, none = _first_relevant(s, y, ranker)
     for metric in (jaxrank.reciprocal_rank, jaxrank.success):
-        v = np.asarray(metric(s, y, ranker=ranker))
+        v = np.asarray(values[metric.__name__])
         assert np.all((v >= 0) & (v <= 1 + 1e-6)), (metric.__name__, v.max())
-    np.testing.assert_allclose(jaxrank.success(s, y, ranker=ranker), 1.0, rtol=1e-6)
-    lone = jnp.zeros((16, 200), jnp.int32).at[:, 7].set(1)
-    np.testing.assert_allclose(jaxrank.reciprocal_rank(s, lone, ranker=ranker), 1 / ranker(s).ranks[:, 7], rtol=1e-5)
+    np.testing.assert_allclose(values["success"], 1.0, rtol=1e-6)
+    np.testing.assert_allclose(lone_rr, 1 / lone_rank, rtol=1e-5)
     # a list without a relevant item: RR 0, with a finite gradient
-    none = jax.grad(lambda x: jaxrank.reciprocal_rank(x, jnp.zeros_like(y), ranker=ranker).sum())(s)
     assert np.all(np.isfinite(np.asarray(none)))
+
+
+@functools.partial(jax.jit, static_argnames="ranker")
+def _first_relevant(s, y, ranker):
+    """RR and success of ``ranker``; RR and the rank of item 7 where it alone is relevant; the
+    gradient of RR without a relevant item: one compiled program (eagerly, every operation of
+    the ranker compiles alone)."""
+    values = {metric.__name__: metric(s, y, ranker=ranker) for metric in (jaxrank.reciprocal_rank, jaxrank.success)}
+    lone = jnp.zeros(s.shape, jnp.int32).at[:, 7].set(1)
+    none = jax.grad(lambda x: jaxrank.reciprocal_rank(x, jnp.zeros_like(y), ranker=ranker).sum())(s)
+    return values, jaxrank.reciprocal_rank(s, lone, ranker=ranker), ranker(s).ranks[:, 7], none
 
 
 def test_the_cutoff_widens_as_far_as_the_soft_ranks_collapse():
@@ -611,8 +622,8 @@ def test_bound_keeps_the_gradient_of_an_item_far_above_where_a_smooth_step_loses
     s = s.at[0].set(-5.0)
     labels = jnp.zeros(1000, int).at[0].set(1)
 
-    def grad(ranker):
-        return jax.grad(lambda x: jaxrank.ndcg(x, labels, ranker=ranker))(s)
+    def grad(ranker):  # one program each (eagerly, every operation at n = 1000 compiles alone)
+        return jax.jit(jax.grad(lambda x: jaxrank.ndcg(x, labels, ranker=ranker)))(s)
 
     g_bound, g_approx = np.asarray(grad(jaxrank.bound(0.1))), np.asarray(grad(jaxrank.approx(0.1, units="score")))
     top = int(jnp.argmax(s))  # about 8 above the relevant item: 80 temperatures
@@ -832,9 +843,18 @@ def test_every_default_ranker_trains_a_zero_initialised_linear_model_past_lightg
         (w, _), _ = jax.jit(lambda w: jax.lax.scan(step, (w, optimizer.init(w)), None, length=100))(w0)
     finally:
         jax.config.update("jax_disable_most_optimizations", before)
-    scores = jnp.asarray(data.test.x) @ w
-    ndcg = jaxrank.ndcg(scores, data.test.y, k=10, where=data.test.where, ranker=jaxrank.hard("expected"))
-    assert float(jnp.mean(ndcg)) > 0.775, (name, float(jnp.mean(ndcg)))
+    ndcg = _test_ndcg(data.test.x, data.test.y, data.test.where, w)
+    assert ndcg > 0.775, (name, ndcg)
+
+
+@jax.jit  # one program for every trained model (eagerly, every operation compiles alone)
+def _mean_ndcg_at_10(x, y, where, w):
+    return jnp.mean(jaxrank.ndcg(x @ w, y, k=10, where=where, ranker=jaxrank.hard("expected")))
+
+
+def _test_ndcg(x, y, where, w):
+    """The mean exact nDCG@10 (expected over ties) of the linear model ``w`` on the test lists."""
+    return float(_mean_ndcg_at_10(jnp.asarray(x), jnp.asarray(y), jnp.asarray(where), w))
 
 
 def test_the_default_loss_trains_a_linear_model_past_the_spread_normalised_loss():
@@ -860,9 +880,7 @@ def test_the_default_loss_trains_a_linear_model_past_the_spread_normalised_loss(
 
         w0 = jnp.zeros(x.shape[-1], jnp.float32)
         (w, _), _ = jax.jit(lambda w: jax.lax.scan(step, (w, optimizer.init(w)), None, length=100))(w0)
-        scores = jnp.asarray(data.test.x) @ w
-        ndcg = jaxrank.ndcg(scores, data.test.y, k=10, where=data.test.where, ranker=jaxrank.hard("expected"))
-        return float(jnp.mean(ndcg))
+        return _test_ndcg(data.test.x, data.test.y, data.test.where, w)
 
     before = jax.config.read("jax_disable_most_optimizations")
     jax.config.update("jax_disable_most_optimizations", False)  # 100 steps: optimised code pays
