@@ -210,13 +210,20 @@ def test_rax_normalised_segments_quirk():
     s = jnp.array([1.0, 0.0, 2.0, 0.5])
     y = jnp.array([2.0, 1.0, 1.0, 3.0])
     seg = jnp.array([0, 0, 1, 1])
-    ours = jr.dcg_lambdaweight(s, y, segments=seg, normalize=True).reshape(4, 4)
-    first = jr.dcg_lambdaweight(s[:2], y[:2], normalize=True).reshape(2, 2)
-    second = jr.dcg_lambdaweight(s[2:], y[2:], normalize=True).reshape(2, 2)
+
+    @jax.jit  # one program (eagerly, each operation compiles alone)
+    def weights(s, y, seg):
+        return (
+            jr.dcg_lambdaweight(s, y, segments=seg, normalize=True).reshape(4, 4),
+            jr.dcg_lambdaweight(s[:2], y[:2], normalize=True).reshape(2, 2),
+            jr.dcg_lambdaweight(s[2:], y[2:], normalize=True).reshape(2, 2),
+            rax.dcg_lambdaweight(s, y, segments=seg, normalize=True).reshape(4, 4),
+        )
+
+    ours, first, second, theirs = weights(s, y, seg)
     # rax scales by the padded list size: 4 packed, 2 apart
     np.testing.assert_allclose(np.asarray(ours[:2, :2]), 2 * np.asarray(first), **TOL)
     np.testing.assert_allclose(np.asarray(ours[2:, 2:]), 2 * np.asarray(second), **TOL)
-    theirs = rax.dcg_lambdaweight(s, y, segments=seg, normalize=True).reshape(4, 4)
     assert not np.allclose(np.asarray(theirs[:2, :2]), 2 * np.asarray(first))
 
 
@@ -420,17 +427,26 @@ def test_metric_options_match_rax():
     data = _metric_lists(17)
     s, y, where = jnp.asarray(data["scores"]), jnp.asarray(data["labels"]), jnp.asarray(data["where"])
     options = dict(gain_fn=lambda a: a, discount_fn=lambda r: 1.0 / r, topn=3)
-    for name in WEIGHTED:
-        got = getattr(jr, name)(s, y, where=where, reduce_fn=None, **options)
-        want = getattr(rax, name)(s, y, where=where, reduce_fn=None, **options)
+
+    @jax.jit  # both libraries in one program (eagerly, each operation compiles alone)
+    def both(s, y, where):
+        weighted = [
+            tuple(getattr(lib, name)(s, y, where=where, reduce_fn=None, **options) for lib in (jr, rax))
+            for name in WEIGHTED
+        ]
+        # opa: tied scores count as wrongly ordered
+        opa = [
+            [(lib.opa_metric(s, y, where=w, reduce_fn=None), lib.opa_metric(s, y, where=w)) for lib in (jr, rax)]
+            for w in (None, where)
+        ]
+        return weighted, opa
+
+    weighted, opa = both(s, y, where)
+    for got, want in weighted:
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), **TOL)
-    for where_ in (None, where):  # opa: tied scores count as wrongly ordered
-        np.testing.assert_allclose(
-            np.asarray(jr.opa_metric(s, y, where=where_, reduce_fn=None)),
-            np.asarray(rax.opa_metric(s, y, where=where_, reduce_fn=None)),
-            **TOL,
-        )
-        np.testing.assert_allclose(float(jr.opa_metric(s, y, where=where_)), float(rax.opa_metric(s, y, where=where_)))
+    for (got, got_mean), (want, want_mean) in opa:
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), **TOL)
+        np.testing.assert_allclose(float(got_mean), float(want_mean))
 
 
 T12NS = {
@@ -546,14 +562,20 @@ def test_transformed_metrics_keep_rax_names():
 def test_bound_t12n_with_an_item_scored_minus_inf_is_finite():
     s = jnp.array([0.5, -jnp.inf, 1.0, -0.3])
     y = jnp.array([1.0, 0.0, 2.0, 0.0])
+    others = jnp.array([0, 2, 3])
     for name in METRICS:
         loss = jr.bound_t12n(getattr(jr, name))
-        value, grad = jax.jit(jax.value_and_grad(lambda a, loss=loss: loss(a, y, topn=1)))(s)
+
+        @jax.jit  # one program a metric (eagerly, each operation compiles alone)
+        def value_grad_and_without(a, loss=loss):
+            value, grad = jax.value_and_grad(lambda x: loss(x, y, topn=1))(a)
+            return value, grad, loss(a[others], y[others], topn=1)
+
+        value, grad, without = value_grad_and_without(s)
         assert np.isfinite(float(value)) and np.all(np.isfinite(np.asarray(grad))), name
         # the item scored -inf (label 0) counts as not retrieved: the value of the list without it
-        without = jax.jit(lambda a, b, loss=loss: loss(a, b, topn=1))(s[jnp.array([0, 2, 3])], y[jnp.array([0, 2, 3])])
         np.testing.assert_allclose(float(value), float(without), err_msg=name)
-    assert np.isnan(float(rax.bound_t12n(rax.ndcg_metric)(s, y, topn=1)))
+    assert np.isnan(float(jax.jit(lambda a: rax.bound_t12n(rax.ndcg_metric)(a, y, topn=1))(s)))
 
 
 def test_rax_approx_metrics_change_with_masked_items():
@@ -565,9 +587,18 @@ def test_rax_approx_metrics_change_with_masked_items():
     keep = jnp.array([0, 1, 2])
     for name, kwargs in (("ap_metric", {}), ("ndcg_metric", dict(topn=1))):
         theirs, ours = rax.approx_t12n(getattr(rax, name)), jr.approx_t12n(getattr(jr, name))
-        apart = float(theirs(s[keep], y[keep], **kwargs))
-        assert abs(float(theirs(s, y, where=where, **kwargs)) - apart) > 1e-3, name
-        np.testing.assert_allclose(float(ours(s, y, where=where, **kwargs)), apart, **TOL)
+
+        @jax.jit  # one program a metric (eagerly, each operation compiles alone)
+        def values(s, y, where, theirs=theirs, ours=ours, kwargs=kwargs):
+            return (
+                theirs(s[keep], y[keep], **kwargs),
+                theirs(s, y, where=where, **kwargs),
+                ours(s, y, where=where, **kwargs),
+            )
+
+        apart, theirs_masked, ours_masked = (float(v) for v in values(s, y, where))
+        assert abs(theirs_masked - apart) > 1e-3, name
+        np.testing.assert_allclose(ours_masked, apart, **TOL)
 
 
 @pytest.mark.parametrize(
@@ -631,18 +662,31 @@ def test_moving_from_compat_to_native_changes_the_gain_the_units_and_the_sign():
 
     s = jnp.array([0.9, 0.8, 0.3, 0.1, 0.0])
     y = jnp.array([0.0, 1.0, 0.0, 4.0, 2.0])
+
+    @jax.jit  # every value in one program (eagerly, each operation compiles alone)
+    def values(s, y):
+        return dict(
+            compat_ndcg=jr.ndcg_metric(s, y),
+            ndcg=jaxrank.ndcg(s, y),
+            ndcg_exp=jaxrank.ndcg(s, y, gain="exp"),
+            rax_ndcg=rax.ndcg_metric(s, y),
+            compat_approx=jr.approx_t12n(jr.ndcg_metric)(s, y),
+            loss=losses.ndcg_loss(s, y, ranker=jaxrank.approx()),
+            same=losses.ndcg_loss(s, y, gain="exp", ranker=jaxrank.approx(1.0, units="score")),
+        )
+
+    v = {name: float(value) for name, value in values(s, y).items()}
     # nDCG: rax's gain is 2^y - 1, jaxrank's default is linear (trec_eval's)
-    assert round(float(jr.ndcg_metric(s, y)), 4) == 0.4744
-    assert round(float(jaxrank.ndcg(s, y)), 4) == 0.5428
-    np.testing.assert_allclose(float(jaxrank.ndcg(s, y, gain="exp")), float(jr.ndcg_metric(s, y)), **TOL)
-    np.testing.assert_allclose(float(jr.ndcg_metric(s, y)), float(rax.ndcg_metric(s, y)), **TOL)
+    assert round(v["compat_ndcg"], 4) == 0.4744
+    assert round(v["ndcg"], 4) == 0.5428
+    np.testing.assert_allclose(v["ndcg_exp"], v["compat_ndcg"], **TOL)
+    np.testing.assert_allclose(v["compat_ndcg"], v["rax_ndcg"], **TOL)
     # the approx loss: rax's is -nDCG with T in score units; jaxrank's is 1 - nDCG with
     # the linear gain and T in "bounded" units (scaled to the spread of the scores)
-    theirs = float(jr.approx_t12n(jr.ndcg_metric)(s, y))
+    theirs = v["compat_approx"]
     assert round(theirs, 4) == -0.5155
-    assert round(float(losses.ndcg_loss(s, y, ranker=jaxrank.approx())), 4) == 0.4031
-    same = losses.ndcg_loss(s, y, gain="exp", ranker=jaxrank.approx(1.0, units="score"))
-    np.testing.assert_allclose(float(same), 1 + theirs, **TOL)
+    assert round(v["loss"], 4) == 0.4031
+    np.testing.assert_allclose(v["same"], 1 + theirs, **TOL)
 
 
 def test_the_rax_md_recipe_runs_at_realistic_size():
