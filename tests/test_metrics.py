@@ -336,15 +336,18 @@ def test_ndcg_with_given_ideal_ranks_equals_ndcg_without():
 
     plain, shared = both(scores, judgments, jwhere)
     np.testing.assert_allclose(shared, plain, rtol=1e-12)
-    mapped = jax.vmap(
-        lambda s, j, jw, w, kp: jaxrank.ndcg(
-            s,
-            labels[0],
-            k=(1, 3, 9),
-            where=w,
-            judgments=j,
-            judgments_where=jw,
-            ideal_ranks=STABLE(j.astype(s.dtype), kp, depth=None),
+    # vmap under jit: the same batching rules, one program instead of every operation alone
+    mapped = jax.jit(
+        jax.vmap(
+            lambda s, j, jw, w, kp: jaxrank.ndcg(
+                s,
+                labels[0],
+                k=(1, 3, 9),
+                where=w,
+                judgments=j,
+                judgments_where=jw,
+                ideal_ranks=STABLE(j.astype(s.dtype), kp, depth=None),
+            )
         )
     )(scores, judgments, jwhere, where, keep)
     np.testing.assert_allclose(
@@ -515,6 +518,7 @@ def test_smooth_ordered_pair_accuracy_is_the_mean_pair_probability_and_has_a_gra
     scores = scores + np.random.default_rng(0).standard_normal(scores.shape) * 0.3
     ranker = jaxrank.approx(0.5, units="score")
 
+    @jax.jit  # one program (eagerly, every operation compiles alone)
     def opa(s):
         return jaxrank.ordered_pair_accuracy(s, labels, where=where, ranker=ranker)
 
@@ -526,5 +530,5 @@ def test_smooth_ordered_pair_accuracy_is_the_mean_pair_probability_and_has_a_gra
     np.testing.assert_allclose(opa(scores), want, rtol=1e-10)
     grad = jax.jit(jax.grad(lambda s: jnp.sum(opa(s))))(scores)
     assert np.all(np.isfinite(grad)) and np.abs(grad).sum() > 0
-    one = jax.vmap(lambda s, y, w: jaxrank.ordered_pair_accuracy(s, y, where=w, ranker=ranker))
+    one = jax.jit(jax.vmap(lambda s, y, w: jaxrank.ordered_pair_accuracy(s, y, where=w, ranker=ranker)))
     np.testing.assert_allclose(one(scores, labels, where), opa(scores), rtol=1e-12)
