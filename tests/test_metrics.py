@@ -498,19 +498,27 @@ def test_ordered_pair_accuracy_gives_rax_values_and_counts_ties_by_the_policy():
     import rax
 
     scores, labels, _, where, _ = rax_case(3, rows=8, n=10)
-    ours = jaxrank.ordered_pair_accuracy(scores, labels, where=where)
-    np.testing.assert_allclose(ours, rax.opa_metric(scores, labels, where=where, reduce_fn=None), rtol=1e-12)
-    for ties, tied in [("pessimistic", 0.0), ("expected", 0.5), ("optimistic", 1.0)]:
-        got = jaxrank.ordered_pair_accuracy(scores, labels, where=where, ranker=jaxrank.hard(ties))
-        want = [brute_opa(s, y, w, tied) for s, y, w in zip(scores, labels, where)]
-        np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=ties)
-    # binary labels, half credit for ties: the ROC AUC
     binary = (labels >= 2).astype(np.float64)
-    np.testing.assert_allclose(
-        jaxrank.ordered_pair_accuracy(scores, binary, where=where, ranker=jaxrank.hard("expected")),
-        jaxrank.roc_auc(scores, binary, where=where, rel=1),
-        rtol=1e-12,
-    )
+    policies = [("pessimistic", 0.0), ("expected", 0.5), ("optimistic", 1.0)]
+
+    @jax.jit  # every value in one program (eagerly, every operation compiles alone)
+    def values(scores, labels, binary, where):
+        opa = jaxrank.ordered_pair_accuracy
+        return dict(
+            ours=opa(scores, labels, where=where),
+            rax=rax.opa_metric(scores, labels, where=where, reduce_fn=None),
+            ties={ties: opa(scores, labels, where=where, ranker=jaxrank.hard(ties)) for ties, _ in policies},
+            binary=opa(scores, binary, where=where, ranker=jaxrank.hard("expected")),
+            auc=jaxrank.roc_auc(scores, binary, where=where, rel=1),
+        )
+
+    v = values(scores, labels, binary, where)
+    np.testing.assert_allclose(v["ours"], v["rax"], rtol=1e-12)
+    for ties, tied in policies:
+        want = [brute_opa(s, y, w, tied) for s, y, w in zip(scores, labels, where)]
+        np.testing.assert_allclose(v["ties"][ties], want, rtol=1e-12, err_msg=ties)
+    # binary labels, half credit for ties: the ROC AUC
+    np.testing.assert_allclose(v["binary"], v["auc"], rtol=1e-12)
 
 
 def test_smooth_ordered_pair_accuracy_is_the_mean_pair_probability_and_has_a_gradient():
