@@ -1,5 +1,7 @@
 """The ranking primitive: tie policies against brute force, NaN, masks, paths."""
 
+import zlib
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -38,7 +40,7 @@ def _call(name, scores, labels, where, ranker, k):
 @pytest.mark.parametrize("name", ALL_METRICS)
 @pytest.mark.parametrize("k", [None, 3])
 def test_expected_ties_equal_mean_over_all_tie_orders(name, k):
-    scores, labels, where = _tied_batch(seed=hash(name) % 1000)
+    scores, labels, where = _tied_batch(seed=zlib.crc32(name.encode()) % 1000)
     got = _call(name, scores, labels, where, jaxrank.hard("expected"), None if name == "r_precision" else k)
     for b in range(len(scores)):
         s, y = scores[b][where[b]], labels[b][where[b]]
@@ -49,7 +51,7 @@ def test_expected_ties_equal_mean_over_all_tie_orders(name, k):
 
 @pytest.mark.parametrize("name", ALL_METRICS)
 def test_optimistic_and_pessimistic_are_max_and_min_over_tie_orders(name):
-    scores, labels, where = _tied_batch(seed=7 + hash(name) % 1000)
+    scores, labels, where = _tied_batch(seed=7 + zlib.crc32(name.encode()) % 1000)
     k = None if name == "r_precision" else 3
     best = _call(name, scores, labels, where, jaxrank.hard("optimistic"), k)
     worst = _call(name, scores, labels, where, jaxrank.hard("pessimistic"), k)
