@@ -15,6 +15,7 @@ import jax  # noqa: E402
 import pytest  # noqa: E402
 
 from tests import oracles  # noqa: E402
+from tests.xla import optimisations  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -47,10 +48,8 @@ def quick_compiles():
     """For modules of many small programs (``pytestmark = pytest.mark.usefixtures(...)``):
     XLA's optimisation passes cost more than they save at these sizes (about half the compile
     time; the benchmarks run fully optimised)."""
-    before = jax.config.read("jax_disable_most_optimizations")
-    jax.config.update("jax_disable_most_optimizations", True)
-    yield
-    jax.config.update("jax_disable_most_optimizations", before)
+    with optimisations(on=False):
+        yield
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -1,7 +1,6 @@
 """The intent-aware metrics (jaxrank.metrics.diversity) against ndeval's C binary and pyndeval,
 under jit / vmap / padding / segments / 8 host devices, and their smooth relaxations."""
 
-import contextlib
 import functools
 import json
 import subprocess
@@ -14,19 +13,9 @@ import pytest
 import jaxrank
 from jaxrank import losses
 from tests.devices import run_with_host_devices
+from tests.xla import optimisations
 
 pytestmark = pytest.mark.usefixtures("quick_compiles")  # many small programs (tests/conftest.py)
-
-
-@contextlib.contextmanager
-def _optimised():
-    """XLA's optimisation passes on again, for the programs that run long (training, n=1000)."""
-    before = jax.config.read("jax_disable_most_optimizations")
-    jax.config.update("jax_disable_most_optimizations", False)
-    try:
-        yield
-    finally:
-        jax.config.update("jax_disable_most_optimizations", before)
 
 
 # ndeval's columns and the array function, cutoff and normalisation each one is
@@ -397,7 +386,7 @@ def test_soft_diversity_gradients_are_finite_and_non_zero(ranker, n):
     # each loss's gradient alone: a Jacobian's backward pass would carry all seven
     gradients = jax.jit(lambda s: jnp.stack([jax.grad(loss)(s) for loss in each_loss]))
     for scale in (0.01, 1.0, 100.0):
-        with _optimised() if n == 1000 else contextlib.nullcontext():  # at n = 1000 the run outweighs the compile
+        with optimisations(on=n == 1000):  # at n = 1000 the run outweighs the compile
             g = np.asarray(gradients(jnp.asarray(base * scale, jnp.float32)))
         for (name, k), row in zip(LOSSES, g):
             assert np.isfinite(row).all(), (name, k, scale)
@@ -426,7 +415,7 @@ def test_default_approx_blurs_the_cascades_of_long_lists():
     for scale in (0.01, 1.0):
         s = jnp.asarray(base * scale, jnp.float32)
         assert float(jnp.min(ranks(s))) > 100, scale
-        with _optimised():  # at n = 1000 the run outweighs the compile
+        with optimisations(on=True):  # at n = 1000 the run outweighs the compile
             blurred, sharp = gradients(s)
         assert np.abs(blurred).max() == 0, scale
         assert np.abs(sharp).max() > 0, scale
@@ -474,7 +463,7 @@ def test_metric_loss_trains_a_linear_model_on_alpha_ndcg():
         return optax.apply_updates(p, updates), state
 
     evaluate = jax.jit(lambda p: jnp.mean(jaxrank.alpha_ndcg(x @ p, labels, k=20)))
-    with _optimised():  # 60 steps: optimised code pays
+    with optimisations(on=True):  # 60 steps: optimised code pays
         before = float(evaluate(jnp.asarray(rng.standard_normal(f), jnp.float32)))  # a random model
         for _ in range(60):
             params, state = step(params, state)

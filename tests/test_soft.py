@@ -18,6 +18,7 @@ from jax.test_util import check_grads
 import jaxrank
 from jaxrank import losses, ranking
 from jaxrank.ranking import smooth
+from tests.xla import optimisations
 
 LAMBDARANK = Path(__file__).resolve().parent / "data" / "lambdarank"  # LightGBM's example data
 
@@ -368,10 +369,11 @@ def test_first_relevant_metrics_stay_within_0_and_1_with_many_relevant_items(ran
     rng = np.random.default_rng(5)
     s = jnp.asarray(rng.normal(size=(16, 200)))
     y = jnp.asarray((rng.random((16, 200)) < 0.1).astype(np.int32))
-    values, lone_rr, lone_rank, none = _first_relevant(s, y, ranker)
+    values, mapped, lone_rr, lone_rank, none = _first_relevant(s, y, ranker)
     for metric in (jaxrank.reciprocal_rank, jaxrank.success):
         v = np.asarray(values[metric.__name__])
         assert np.all((v >= 0) & (v <= 1 + 1e-6)), (metric.__name__, v.max())
+        np.testing.assert_allclose(mapped[metric.__name__], v, rtol=1e-12)  # vmap over the lists
     np.testing.assert_allclose(values["success"], 1.0, rtol=1e-6)
     np.testing.assert_allclose(lone_rr, 1 / lone_rank, rtol=1e-5)
     # a list without a relevant item: RR 0, with a finite gradient
@@ -383,10 +385,12 @@ def _first_relevant(s, y, ranker):
     """RR and success of ``ranker``; RR and the rank of item 7 where it alone is relevant; the
     gradient of RR without a relevant item: one compiled program (eagerly, every operation of
     the ranker compiles alone)."""
-    values = {metric.__name__: metric(s, y, ranker=ranker) for metric in (jaxrank.reciprocal_rank, jaxrank.success)}
+    metrics = (jaxrank.reciprocal_rank, jaxrank.success)
+    values = {metric.__name__: metric(s, y, ranker=ranker) for metric in metrics}
+    mapped = {m.__name__: jax.vmap(lambda a, b, m=m: m(a, b, ranker=ranker))(s, y) for m in metrics}
     lone = jnp.zeros(s.shape, jnp.int32).at[:, 7].set(1)
     none = jax.grad(lambda x: jaxrank.reciprocal_rank(x, jnp.zeros_like(y), ranker=ranker).sum())(s)
-    return values, jaxrank.reciprocal_rank(s, lone, ranker=ranker), ranker(s).ranks[:, 7], none
+    return values, mapped, jaxrank.reciprocal_rank(s, lone, ranker=ranker), ranker(s).ranks[:, 7], none
 
 
 def test_the_cutoff_widens_as_far_as_the_soft_ranks_collapse():
@@ -836,13 +840,9 @@ def test_every_default_ranker_trains_a_zero_initialised_linear_model_past_lightg
         updates, state = optimizer.update(grad, state, w)
         return (optax.apply_updates(w, updates), state), None
 
-    before = jax.config.read("jax_disable_most_optimizations")
-    jax.config.update("jax_disable_most_optimizations", False)  # 100 steps: optimised code pays
-    try:
+    with optimisations(on=True):  # 100 steps: optimised code pays
         w0 = jnp.zeros(x.shape[-1], jnp.float32)
         (w, _), _ = jax.jit(lambda w: jax.lax.scan(step, (w, optimizer.init(w)), None, length=100))(w0)
-    finally:
-        jax.config.update("jax_disable_most_optimizations", before)
     ndcg = _test_ndcg(data.test.x, data.test.y, data.test.where, w)
     assert ndcg > 0.775, (name, ndcg)
 
@@ -882,12 +882,8 @@ def test_the_default_loss_trains_a_linear_model_past_the_spread_normalised_loss(
         (w, _), _ = jax.jit(lambda w: jax.lax.scan(step, (w, optimizer.init(w)), None, length=100))(w0)
         return _test_ndcg(data.test.x, data.test.y, data.test.where, w)
 
-    before = jax.config.read("jax_disable_most_optimizations")
-    jax.config.update("jax_disable_most_optimizations", False)  # 100 steps: optimised code pays
-    try:
+    with optimisations(on=True):  # 100 steps: optimised code pays
         default, spread_normalised = test_ndcg(None), test_ndcg(jaxrank.approx(1.0, units="std"))
-    finally:
-        jax.config.update("jax_disable_most_optimizations", before)
     assert default > 0.775, default
     assert default > spread_normalised + 0.01, (default, spread_normalised)
 
