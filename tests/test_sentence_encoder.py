@@ -116,3 +116,41 @@ def test_padding_and_batching_do_not_change_an_embedding():
     assert se.bucket(17) == 32 and se.bucket(256) == 256
     with pytest.raises(ValueError, match="longer than the longest bucket"):
         se.bucket(513)
+
+
+def test_attention_gives_the_plain_softmax_values_and_gradients():
+    """The layer's written-out softmax (the mask as a bias, the shift held constant, the
+    division after the product with the values) against jax.nn.softmax over the masked scores:
+    the same outputs and the same gradients in the inputs and every parameter, padding
+    included."""
+    import jax
+    import jax.numpy as jnp
+
+    c = se.Config(vocab_size=50, hidden=32, layers=1, heads=4, intermediate=64, max_positions=64)
+    layer = se.Layer(c, rngs=se.nnx.Rngs(1))
+    rng = np.random.default_rng(1)
+    x = jnp.asarray(rng.normal(size=(3, 12, 32)).astype(np.float32))
+    mask = jnp.arange(12) < jnp.array([12, 5, 1])[:, None]
+    weights = jnp.asarray(rng.normal(size=(3, 12, 32)).astype(np.float32))
+
+    def plain(m: se.Layer, x: jax.Array) -> jax.Array:
+        b, n, h = x.shape
+
+        def split(y):
+            return y.reshape(b, n, c.heads, h // c.heads).transpose(0, 2, 1, 3)
+
+        scores = split(m.query(x)) @ split(m.key(x)).transpose(0, 1, 3, 2) / np.sqrt(h // c.heads)
+        scores = jnp.where(mask[:, None, None, :], scores, jnp.finfo(scores.dtype).min)
+        context = (jax.nn.softmax(scores, axis=-1) @ split(m.value(x))).transpose(0, 2, 1, 3).reshape(b, n, h)
+        x = m.attention_norm(x + m.attention_out(context))
+        return m.output_norm(x + m.output(jax.nn.gelu(m.intermediate(x), approximate=False)))
+
+    def loss(forward):
+        return lambda m, x: jnp.sum(forward(m, x) * weights)
+
+    for wrt in (0, 1):  # the parameters, then the inputs
+        got = se.nnx.grad(loss(lambda m, x: m(x, mask)), argnums=wrt)(layer, x)
+        want = se.nnx.grad(loss(plain), argnums=wrt)(layer, x)
+        for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(layer(x, mask), plain(layer, x), atol=1e-5)
