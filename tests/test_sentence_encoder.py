@@ -8,6 +8,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -123,9 +125,6 @@ def test_attention_gives_the_plain_softmax_values_and_gradients():
     division after the product with the values) against jax.nn.softmax over the masked scores:
     the same outputs and the same gradients in the inputs and every parameter, padding
     included."""
-    import jax
-    import jax.numpy as jnp
-
     c = se.Config(vocab_size=50, hidden=32, layers=1, heads=4, intermediate=64, max_positions=64)
     layer = se.Layer(c, rngs=se.nnx.Rngs(1))
     rng = np.random.default_rng(1)
