@@ -7,6 +7,7 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 import jaxrank
@@ -419,6 +420,38 @@ def test_log_is_the_metrics_log_loss_an_upper_bound_of_one_minus_it(metric):
     # under vmap over two batches of queries: each batch's values
     mapped = jax.jit(jax.vmap(lambda q, p: loss(q, d, p, log=True)))(q.reshape(2, 4, 16), one.reshape(2, 4, 1))
     np.testing.assert_allclose(np.asarray(mapped).ravel(), np.asarray(logged), rtol=1e-5)
+
+
+def test_the_exponential_bound_makes_the_log_of_reciprocal_rank_infonce():
+    rng = np.random.default_rng(8)
+    q, d = (
+        x / np.linalg.norm(x, axis=-1, keepdims=True) for x in (rng.normal(size=(8, 16)), rng.normal(size=(300, 16)))
+    )
+    q, d = jnp.asarray(q, jnp.float32), jnp.asarray(d, jnp.float32)  # cosines: within 20 T of each other
+    one = np.arange(8)[:, None] * 7
+    loss = jax.jit(
+        lambda q, d, p: losses.retrieval_loss(
+            q, d, p, ranker=jaxrank.bound(0.5, exponential=True), metric=jaxrank.reciprocal_rank, log=True
+        )
+    )
+    # InfoNCE: the softmax cross-entropy of each query's list over T, value and gradient
+    infonce = jax.jit(lambda q: optax.softmax_cross_entropy_with_integer_labels((q @ d.T) / 0.5, one[:, 0]))
+    np.testing.assert_allclose(np.asarray(loss(q, d, one)), np.asarray(infonce(q)), rtol=1e-5)
+    g, want = jax.grad(lambda q: loss(q, d, one).sum())(q), jax.grad(lambda q: infonce(q).sum())(q)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(want), rtol=1e-4, atol=1e-6)
+    # each term is at least the indicator: the ranks bound the hard ones from above
+    scores = q @ d.T
+    soft = jaxrank.bound(0.5, exponential=True)(scores).ranks
+    s = np.asarray(scores)
+    hard = (s[:, None, :] >= s[:, :, None]).sum(-1)  # 1 + the others at or above
+    assert (np.asarray(soft) >= hard - 1e-4).all()
+    # a relevant document about 1,000 temperatures below the rest: its rank grows along the
+    # tangent past 20 T, the value finite, the gradient pushing it up
+    far = jnp.concatenate([d, -500 * q])
+    value = loss(q, far, 300 + np.arange(8)[:, None])
+    gd = jax.grad(lambda f: loss(q, f, 300 + np.arange(8)[:, None]).sum())(far)
+    assert np.isfinite(np.asarray(value)).all() and (np.asarray(value) > 20).all()
+    assert np.isfinite(np.asarray(gd)).all() and (np.asarray(jnp.sum(gd[300:] * q, axis=-1)) < 0).all()
 
 
 @pytest.mark.parametrize(

@@ -439,6 +439,23 @@ def _bound_term(x: jax.Array, c: jax.Array) -> jax.Array:
     return c * _bound_step(x)
 
 
+# past this many temperatures above, the exponential step goes on along its tangent: the
+# rank stays finite in float32 for a million items and 1 / rank^2 (its metric's gradient)
+# above the smallest normal number
+_EXP_LINEAR_FROM = 20.0
+
+
+def _exp_step(x: jax.Array) -> jax.Array:
+    """:math:`e^x` (at least :math:`[x \\ge 0]`: the softmax's rank), linear past
+    :data:`_EXP_LINEAR_FROM`, where it keeps the slope it has there."""
+    c = _EXP_LINEAR_FROM
+    return jnp.exp(jnp.minimum(x, c)) * (1 + jnp.maximum(x - c, 0))
+
+
+def _exp_term(x: jax.Array, c: jax.Array) -> jax.Array:
+    return c * _exp_step(x)
+
+
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class BoundRanks(PointRanks):
@@ -450,13 +467,14 @@ class BoundRanks(PointRanks):
     valid: jax.Array
     scores: jax.Array
     tau: float = dataclasses.field(metadata=dict(static=True), default=1.0)
+    exponential: bool = dataclasses.field(metadata=dict(static=True), default=False)
 
     def cutoff_width(self) -> jax.Array:
         return jnp.full(self.ranks.shape[:-1] + (1,), self.tau, self.ranks.dtype)
 
     def _subset_ranks(self, masks: jax.Array) -> jax.Array:
         scores = jnp.broadcast_to(self.scores, masks.shape)
-        return 1 + _pairwise_rows(_bound_term, scores, masks, masks, 1.0)
+        return 1 + _pairwise_rows(_exp_term if self.exponential else _bound_term, scores, masks, masks, 1.0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -466,6 +484,7 @@ class BoundRanker:
     temperature: float = 1.0
     cutoff_temperature: float = 1.0
     top: Optional[int] = None
+    exponential: bool = False
 
     smooth = True
 
@@ -474,6 +493,8 @@ class BoundRanker:
         object.__setattr__(self, "cutoff_temperature", _positive(self.cutoff_temperature, "cutoff_temperature"))
         if self.top is not None:
             object.__setattr__(self, "top", _checks.positive_int(self.top, "top"))
+        if not isinstance(self.exponential, bool):
+            raise ValueError(f"exponential must be True or False, got {self.exponential!r}")
 
     def _over_temperature(self, x: jax.Array, valid: jax.Array, axis: ListAxis) -> jax.Array:
         if self.top is None:
@@ -486,14 +507,14 @@ class BoundRanker:
         (``retrieval_loss(per_positive=True)``). ``axis_name``: the lists are sharded."""
         axis = ListAxis(axis_name, jnp.shape(scores)[-1])
         x, valid = _inputs(scores, where, list_axis=axis)
-        return self._over_temperature(x, valid, axis), BoundRanker(1.0, self.cutoff_temperature)
+        return self._over_temperature(x, valid, axis), BoundRanker(1.0, self.cutoff_temperature, None, self.exponential)
 
     def __call__(self, scores, where=None, *, depth: Optional[int] = None) -> BoundRanks:
         del depth  # every rank depends on every score
         s, valid = _inputs(scores, where)
         x = self._over_temperature(s, valid, ListAxis(None, s.shape[-1]))
-        ranks = 1 + _pairwise_rows(_bound_term, x, valid, valid, 1.0)
-        return BoundRanks(ranks, valid, x, self.cutoff_temperature)
+        ranks = 1 + _pairwise_rows(_exp_term if self.exponential else _bound_term, x, valid, valid, 1.0)
+        return BoundRanks(ranks, valid, x, self.cutoff_temperature, self.exponential)
 
     def at_positives(
         self, scores, where, positives: Positives, depth: Optional[int], axis_name: Optional[str] = None
@@ -505,11 +526,13 @@ class BoundRanker:
         axis = ListAxis(axis_name, scores.shape[-1])
         x, valid = _inputs(scores, where, list_axis=axis)
         x = self._over_temperature(x, valid, axis)
-        ranks, named, at = _ranks_at(x, valid, positives, axis, 1.0, _bound_step)
-        return BoundRanks(ranks, named, at, self.cutoff_temperature)
+        ranks, named, at = _ranks_at(x, valid, positives, axis, 1.0, _exp_step if self.exponential else _bound_step)
+        return BoundRanks(ranks, named, at, self.cutoff_temperature, self.exponential)
 
 
-def bound(temperature: float = 1.0, *, cutoff_temperature: float = 1.0, top: Optional[int] = None) -> BoundRanker:
+def bound(
+    temperature: float = 1.0, *, cutoff_temperature: float = 1.0, top: Optional[int] = None, exponential: bool = False
+) -> BoundRanker:
     """Upper bounds of the ranks from the pairwise logistic loss: the ranks of InfoNCE's logits.
 
     .. math:: r_i = 1 + \\sum_{j \\ne i,\\ j\\ \\text{valid}} \\log_2\\Big(1 + e^{(s_j - s_i)/T}\\Big)
@@ -530,6 +553,11 @@ def bound(temperature: float = 1.0, *, cutoff_temperature: float = 1.0, top: Opt
     are tied), as :func:`laplace`'s: the same bound at every score scale and, since the top
     gaps shrink as a list grows, for a list of 10 or of a million.
 
+    ``exponential=True`` takes :math:`e^{(s_j - s_i)/T}` for each term instead (also at least
+    the indicator): the softmax's rank, :math:`r_i = 1 / \\mathrm{softmax}(s / T)_i`, so that
+    ``-log`` of the reciprocal rank over these ranks is InfoNCE's loss; past 20 :math:`T`
+    above, a term grows along its tangent, which keeps the rank finite in float32.
+
     The cutoff :math:`[r \\le k]` is :func:`soft_cutoff` of width ``cutoff_temperature``
     positions. Cost: as :func:`approx`, O(n^2) per list in row blocks; with a metric's labels
     given as :func:`jaxrank.positives`, ``n * r`` terms (and a top-``(top + 1)``).
@@ -538,6 +566,8 @@ def bound(temperature: float = 1.0, *, cutoff_temperature: float = 1.0, top: Opt
       temperature: :math:`T > 0`, in the units of the scores, or of the top gaps with ``top``.
       cutoff_temperature: the soft cutoff's width, in positions.
       top: how many gaps at the top of each list set the temperature (None: score units).
+      exponential: each term :math:`e^{(s_j - s_i)/T}` (the softmax's rank) instead of the
+        logistic :math:`\\log_2(1 + e^{(s_j - s_i)/T})`.
 
     Example:
       >>> import jax.numpy as jnp, jaxrank
@@ -549,5 +579,7 @@ def bound(temperature: float = 1.0, *, cutoff_temperature: float = 1.0, top: Opt
       [2.0, 2.0]
       >>> [round(float(r), 3) for r in jaxrank.bound(top=2)(0.001 * jnp.array([3.0, 2.0, 0.0])).ranks]  # T: 1.5 thousandths
       [1.781, 2.897, 6.33]
+      >>> [round(float(r), 3) for r in jaxrank.bound(1.0, exponential=True)(jnp.array([3.0, 2.0, 0.0])).ranks]  # 1 / softmax
+      [1.418, 3.854, 28.475]
     """
-    return BoundRanker(temperature, cutoff_temperature, top)
+    return BoundRanker(temperature, cutoff_temperature, top, exponential)
