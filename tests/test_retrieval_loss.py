@@ -454,6 +454,35 @@ def test_the_exponential_bound_makes_the_log_of_reciprocal_rank_infonce():
     assert np.isfinite(np.asarray(gd)).all() and (np.asarray(jnp.sum(gd[300:] * q, axis=-1)) < 0).all()
 
 
+def test_a_pooled_temperature_is_the_mean_of_the_lists_top_gaps_for_any_block():
+    rng = np.random.default_rng(9)
+    q = jnp.asarray(rng.normal(size=(12, 8)), jnp.float32)
+    d = jnp.asarray(rng.normal(size=(300, 8)), jnp.float32)
+    idx = np.array([[i, 20 + i if i % 3 == 0 else -1] for i in range(12)])
+    where = rng.random(300) < 0.9
+    where[:32] = True
+    scores = np.where(where, np.asarray(q @ d.T, np.float64), -np.inf)
+    top = -np.sort(-scores, axis=-1)[:, :11]
+    t = 2 * np.mean((top[:, 0] - top[:, 10]) / 10)  # one temperature: the mean over the 12 lists
+    pooled = jaxrank.bound(2.0, top=10, exponential=True, per_list=False)
+    loss = jax.jit(
+        lambda q, ranker, block: losses.retrieval_loss(q, d, idx, where=where, ranker=ranker, block=block),
+        static_argnums=(1, 2),
+    )
+    want = loss(q / t, jaxrank.bound(1.0, exponential=True), None)
+    for block in (None, 3):
+        np.testing.assert_allclose(np.asarray(loss(q, pooled, block)), np.asarray(want), rtol=1e-5)
+    # the ranker alone pools over the batch of lists it is given
+    dense = jnp.asarray(np.where(where, scores, 0), jnp.float32)
+    np.testing.assert_allclose(
+        np.asarray(pooled(dense, where).ranks),
+        np.asarray(jaxrank.bound(1.0, exponential=True)(dense / t, where).ranks),
+        rtol=1e-5,
+    )
+    with pytest.raises(ValueError, match="per_list=False pools the lists' top gaps: give top"):
+        jaxrank.bound(2.0, per_list=False)
+
+
 @pytest.mark.parametrize(
     "call, match",
     [

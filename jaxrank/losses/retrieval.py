@@ -22,9 +22,10 @@ from jaxrank import _checks, metrics
 from jaxrank.losses._metric import _smooth_ranker
 from jaxrank.metrics.positives import evaluate
 from jaxrank.ranking.backend import LIST_STATISTICS, scores_per_block
-from jaxrank.ranking.pairwise import bound
-from jaxrank.ranking.positives import Positives
+from jaxrank.ranking.pairwise import bound, pooled_temperature
+from jaxrank.ranking.positives import ListAxis, Positives
 from jaxrank.ranking.positives import positives as _positives
+from jaxrank.ranking.smooth import _inputs
 
 # the three laws at every score scale and list length (docs/soft.md): the temperature
 # follows each list's top gaps, so cosines and cosines over a temperature give one loss;
@@ -159,6 +160,10 @@ def retrieval_loss(
     per_positive = per_positive and pos.indices.shape[1] > 1
     # a block of queries holds one list per pair with per_positive
     block = _block(block, n_queries, local * (pos.indices.shape[1] if per_positive else 1))
+    if not getattr(ranker, "per_list", True):  # one temperature for every query's list
+        blocks = functools.partial(_blocks, n_queries // block, block)
+        queries = queries / _pooled_temperature(ranker, queries, documents, blocks, shared, per_query, axis_name)
+        ranker = ranker.at_unit_temperature()
     kwargs = dict(metric_kwargs, k=k, ranker=ranker)
 
     # the block's scores are recomputed in the backward pass; its lists' statistics are kept
@@ -173,11 +178,31 @@ def retrieval_loss(
         values = _list_loss(evaluate(metric, scores, Positives(idx, g), given, axis_name), log)
         return jnp.where(jnp.any((idx >= 0) & (g > 0), axis=-1), values, 0.0) if log else values
 
-    def blocks(x):
-        return None if x is None else x.reshape((n_queries // block, block) + x.shape[1:])
-
+    blocks = functools.partial(_blocks, n_queries // block, block)
     out = lax.map(per_block, (blocks(queries), blocks(pos.indices), blocks(pos.grades), blocks(per_query)))
     return out.reshape(n_queries)
+
+
+def _blocks(n_blocks: int, block: int, x):
+    return None if x is None else x.reshape((n_blocks, block) + x.shape[1:])
+
+
+def _pooled_temperature(ranker, queries, documents, blocks, shared, per_query, axis_name) -> jax.Array:
+    """``ranker``'s one temperature for the whole batch (:func:`jaxrank.bound` with
+    ``per_list=False``): its lists' temperatures pooled over every query, a block of queries
+    scored at a time, held constant in the gradient."""
+    queries, documents = lax.stop_gradient(queries), lax.stop_gradient(documents)
+    axis = ListAxis(axis_name, documents.shape[0])
+
+    def per_block(inputs):
+        q, w = inputs
+        scores = jnp.matmul(q, documents.T, preferred_element_type=jnp.float32)
+        w = shared if w is None else w
+        x, valid = _inputs(scores, None if w is None else jnp.broadcast_to(w, scores.shape), list_axis=axis)
+        return ranker.list_temperatures(x, valid, axis)
+
+    scale, m = lax.map(per_block, (blocks(queries), blocks(per_query)))
+    return pooled_temperature(scale.reshape(-1, 1), m.reshape(-1, 1))[0, 0]
 
 
 def _list_loss(metric: jax.Array, log: bool) -> jax.Array:

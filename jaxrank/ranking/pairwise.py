@@ -485,6 +485,7 @@ class BoundRanker:
     cutoff_temperature: float = 1.0
     top: Optional[int] = None
     exponential: bool = False
+    per_list: bool = True
 
     smooth = True
 
@@ -493,13 +494,27 @@ class BoundRanker:
         object.__setattr__(self, "cutoff_temperature", _positive(self.cutoff_temperature, "cutoff_temperature"))
         if self.top is not None:
             object.__setattr__(self, "top", _checks.positive_int(self.top, "top"))
-        if not isinstance(self.exponential, bool):
-            raise ValueError(f"exponential must be True or False, got {self.exponential!r}")
+        for name in ("exponential", "per_list"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if not self.per_list and self.top is None:
+            raise ValueError("per_list=False pools the lists' top gaps: give top as well")
 
     def _over_temperature(self, x: jax.Array, valid: jax.Array, axis: ListAxis) -> jax.Array:
         if self.top is None:
             return x * (1.0 / self.temperature)
-        return x / _list_scale(self.temperature, self.top, x, valid, axis)
+        scale, m = self.list_temperatures(x, valid, axis)
+        return x / (scale if self.per_list else pooled_temperature(scale, m))
+
+    def list_temperatures(self, x: jax.Array, valid: jax.Array, axis: ListAxis) -> tuple[jax.Array, jax.Array]:
+        """Each list's own temperature (``temperature`` times its mean top gap) and its
+        number of items, ``[..., 1]`` each, held constant in the gradient."""
+        m = axis.sum(jnp.sum(valid, axis=-1, keepdims=True))
+        return _list_scale(self.temperature, self.top, x, valid, axis), m
+
+    def at_unit_temperature(self) -> BoundRanker:
+        """The same bound at temperature 1 in score units: for scores already over their temperature."""
+        return BoundRanker(1.0, self.cutoff_temperature, None, self.exponential)
 
     def over_temperature(self, scores, where=None, axis_name: Optional[str] = None) -> tuple[jax.Array, BoundRanker]:
         """Each list's scores over its temperature (masked items 0), and the ranker that
@@ -507,7 +522,7 @@ class BoundRanker:
         (``retrieval_loss(per_positive=True)``). ``axis_name``: the lists are sharded."""
         axis = ListAxis(axis_name, jnp.shape(scores)[-1])
         x, valid = _inputs(scores, where, list_axis=axis)
-        return self._over_temperature(x, valid, axis), BoundRanker(1.0, self.cutoff_temperature, None, self.exponential)
+        return self._over_temperature(x, valid, axis), self.at_unit_temperature()
 
     def __call__(self, scores, where=None, *, depth: Optional[int] = None) -> BoundRanks:
         del depth  # every rank depends on every score
@@ -530,8 +545,23 @@ class BoundRanker:
         return BoundRanks(ranks, named, at, self.cutoff_temperature, self.exponential)
 
 
+def pooled_temperature(scale: jax.Array, m: jax.Array) -> jax.Array:
+    """One temperature for a batch of lists: the mean of the lists' temperatures ``scale``
+    (``[..., 1]``) over those of at least two items ``m``, broadcast back to ``[..., 1]``."""
+    axes = tuple(range(scale.ndim))
+    counted = m >= 2
+    total = jnp.sum(counted, axis=axes, keepdims=True)
+    mean = jnp.sum(jnp.where(counted, scale, 0), axis=axes, keepdims=True) / jnp.maximum(total, 1)
+    return jnp.broadcast_to(jnp.where(total > 0, mean, jnp.mean(scale, axis=axes, keepdims=True)), scale.shape)
+
+
 def bound(
-    temperature: float = 1.0, *, cutoff_temperature: float = 1.0, top: Optional[int] = None, exponential: bool = False
+    temperature: float = 1.0,
+    *,
+    cutoff_temperature: float = 1.0,
+    top: Optional[int] = None,
+    exponential: bool = False,
+    per_list: bool = True,
 ) -> BoundRanker:
     """Upper bounds of the ranks from the pairwise logistic loss: the ranks of InfoNCE's logits.
 
@@ -568,6 +598,9 @@ def bound(
       top: how many gaps at the top of each list set the temperature (None: score units).
       exponential: each term :math:`e^{(s_j - s_i)/T}` (the softmax's rank) instead of the
         logistic :math:`\\log_2(1 + e^{(s_j - s_i)/T})`.
+      per_list: with ``top``, each list's own temperature (default); False: one for the
+        whole batch of lists, ``temperature`` times the mean over the lists of their top
+        gaps, as InfoNCE's one temperature (``retrieval_loss`` pools it over every query).
 
     Example:
       >>> import jax.numpy as jnp, jaxrank
@@ -582,4 +615,4 @@ def bound(
       >>> [round(float(r), 3) for r in jaxrank.bound(1.0, exponential=True)(jnp.array([3.0, 2.0, 0.0])).ranks]  # 1 / softmax
       [1.418, 3.854, 28.475]
     """
-    return BoundRanker(temperature, cutoff_temperature, top, exponential)
+    return BoundRanker(temperature, cutoff_temperature, top, exponential, per_list)
