@@ -449,7 +449,9 @@ def test_metric_loss_trains_a_linear_model_on_alpha_ndcg():
     x = rng.standard_normal((q, n, f)).astype(np.float32)
     labels = ((x @ rng.standard_normal((f, t))) > 1.5).astype(np.float32)  # each subtopic along its own direction
     ranker = jaxrank.approx(0.3, units="std")
-    params = jnp.zeros(f)
+    # float32, as the recipe runs with JAX's default dtypes (this suite turns x64 on: a float64
+    # model doubled the steps' run time and compiled the evaluation again)
+    params = jnp.zeros(f, jnp.float32)
     opt = optax.adam(0.05)
     state = opt.init(params)
 
