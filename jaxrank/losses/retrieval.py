@@ -23,9 +23,8 @@ from jaxrank.losses._metric import _smooth_ranker
 from jaxrank.metrics.positives import evaluate
 from jaxrank.ranking.backend import LIST_STATISTICS, scores_per_block
 from jaxrank.ranking.pairwise import bound, pooled_temperature
-from jaxrank.ranking.positives import ListAxis, Positives
+from jaxrank.ranking.positives import Positives
 from jaxrank.ranking.positives import positives as _positives
-from jaxrank.ranking.smooth import _inputs
 
 # the three laws at every score scale and list length (docs/soft.md): the temperature
 # follows each list's top gaps, so cosines and cosines over a temperature give one loss;
@@ -192,14 +191,12 @@ def _pooled_temperature(ranker, queries, documents, blocks, shared, per_query, a
     ``per_list=False``): its lists' temperatures pooled over every query, a block of queries
     scored at a time, held constant in the gradient."""
     queries, documents = lax.stop_gradient(queries), lax.stop_gradient(documents)
-    axis = ListAxis(axis_name, documents.shape[0])
 
     def per_block(inputs):
         q, w = inputs
         scores = jnp.matmul(q, documents.T, preferred_element_type=jnp.float32)
         w = shared if w is None else w
-        x, valid = _inputs(scores, None if w is None else jnp.broadcast_to(w, scores.shape), list_axis=axis)
-        return ranker.list_temperatures(x, valid, axis)
+        return ranker.list_temperatures(scores, None if w is None else jnp.broadcast_to(w, scores.shape), axis_name)
 
     scale, m = lax.map(per_block, (blocks(queries), blocks(per_query)))
     return pooled_temperature(scale.reshape(-1, 1), m.reshape(-1, 1))[0, 0]

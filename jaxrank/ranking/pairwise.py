@@ -503,14 +503,20 @@ class BoundRanker:
     def _over_temperature(self, x: jax.Array, valid: jax.Array, axis: ListAxis) -> jax.Array:
         if self.top is None:
             return x * (1.0 / self.temperature)
-        scale, m = self.list_temperatures(x, valid, axis)
+        scale, m = self._list_temperatures(x, valid, axis)
         return x / (scale if self.per_list else pooled_temperature(scale, m))
 
-    def list_temperatures(self, x: jax.Array, valid: jax.Array, axis: ListAxis) -> tuple[jax.Array, jax.Array]:
-        """Each list's own temperature (``temperature`` times its mean top gap) and its
-        number of items, ``[..., 1]`` each, held constant in the gradient."""
+    def _list_temperatures(self, x: jax.Array, valid: jax.Array, axis: ListAxis) -> tuple[jax.Array, jax.Array]:
         m = axis.sum(jnp.sum(valid, axis=-1, keepdims=True))
         return _list_scale(self.temperature, self.top, x, valid, axis), m
+
+    def list_temperatures(self, scores, where=None, axis_name: Optional[str] = None) -> tuple[jax.Array, jax.Array]:
+        """Each list's own temperature (``temperature`` times its mean top gap, with ``top``)
+        and its number of items, ``[..., 1]`` each, held constant in the gradient: what
+        :func:`pooled_temperature` pools. ``axis_name``: the lists are sharded."""
+        axis = ListAxis(axis_name, jnp.shape(scores)[-1])
+        x, valid = _inputs(scores, where, list_axis=axis)
+        return self._list_temperatures(x, valid, axis)
 
     def at_unit_temperature(self) -> BoundRanker:
         """The same bound at temperature 1 in score units: for scores already over their temperature."""
