@@ -301,12 +301,16 @@ def test_retrieval_loss_with_documents_sharded_over_8_devices_equals_one_device(
         for ranker, k, d, idx in [
             (None, 10, d, idx), (jaxrank.approx(), None, d, idx), (jaxrank.softrank(), 10, d, idx),
             (None, 10, d48, idx48), (None, 10, d_tied, idx), (jaxrank.bound(), None, d, idx),
-            ("pairs", None, d, idx), ("log", None, d, idx),
+            ("pairs", None, d, idx), ("log", None, d, idx), ("pooled", None, d, idx),
         ]:
             where_d = where[: d.shape[0]]
             kw = {
                 "pairs": dict(ranker=jaxrank.bound(), per_positive=True),
                 "log": dict(metric=jaxrank.reciprocal_rank, log=True),
+                # the softmax's rank at the batch's one temperature: pooled over every device's top
+                "pooled": dict(
+                    ranker=jaxrank.bound(2.0, top=10, exponential=True, per_list=False),
+                    metric=jaxrank.reciprocal_rank, log=True),
             }.get(ranker, dict(ranker=ranker))
             def one(q, d, idx=idx, where_d=where_d, kw=kw, k=k):
                 return losses.retrieval_loss(q, d, idx, grades=grades, k=k, where=where_d, **kw)
@@ -472,6 +476,12 @@ def test_a_pooled_temperature_is_the_mean_of_the_lists_top_gaps_for_any_block():
     want = loss(q / t, jaxrank.bound(1.0, exponential=True), None)
     for block in (None, 3):
         np.testing.assert_allclose(np.asarray(loss(q, pooled, block)), np.asarray(want), rtol=1e-5)
+    # under vmap over two batches of queries: each batch pools its own lists, as called alone
+    halves = jax.jit(jax.vmap(lambda q, p: losses.retrieval_loss(q, d, p, where=where, ranker=pooled)))
+    each = [losses.retrieval_loss(q[i : i + 6], d, idx[i : i + 6], where=where, ranker=pooled) for i in (0, 6)]
+    np.testing.assert_allclose(
+        np.asarray(halves(q.reshape(2, 6, 8), idx.reshape(2, 6, 2))).ravel(), np.concatenate(each), rtol=1e-5
+    )
     # the ranker alone pools over the batch of lists it is given
     dense = jnp.asarray(np.where(where, scores, 0), jnp.float32)
     np.testing.assert_allclose(
